@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ceilings - what the hardware allows, measured in the same run as the
+ * benchmarks so every library figure can be read as a fraction of it
+ * (protocol: ../shared/docs/performance.md, results: docs/benchmarks.md).
+ *
+ *   ceilings [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] [-t TESTS] [-n]
+ *     -f FILE   patterned test file for the read ceilings (page cache, disk)
+ *     -W FILE   scratch file for the write ceilings (overwritten, kept)
+ *     -s SIZE   bytes written by each write ceiling (default 4G)
+ *     -r SIZE   bytes read per O_DIRECT queue depth (default 1G)
+ *     -c SIZE   chunk of the page-cache pread ceiling (default 1M)
+ *     -d GPU    GPU index (default 0)
+ *     -t TESTS  comma list of copy,latency,pread,odirect,pwrite (default all
+ *               that the given files allow)
+ *     -n        never drop the page cache (default: drop it, as root, before
+ *               each cold measurement)
+ *
+ * Output: one line per ceiling, `ceiling <name> <value> <unit>`, with
+ * details on lines starting with '#'.  Throughputs are GB/s (10^9 bytes/s),
+ * the best of a few repetitions; latencies are medians in microseconds.
+ *
+ * DESIGN: no cuFile here, only the CUDA driver (dlopen, like gdsio) and
+ * plain system calls, so the figures bound every libcufile alike.  Parallel
+ * file ceilings use threads that take chunk indexes from one atomic counter;
+ * queue depth = number of threads each with one synchronous I/O in flight.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_dl.h"
+#include "pattern.h"
+
+static struct cuda_dl cu;
+static int have_cuda;
+static char cuda_why[512];
+static int no_drop;
+static int gpu_index;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v < 0)
+		return -1;
+	uint64_t mul = 1;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return -1;
+	*out = (uint64_t)(v * (double)mul);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void ceiling(const char *name, double v, const char *unit)
+{
+	printf("ceiling %s %.3f %s\n", name, v, unit);
+	fflush(stdout);
+}
+
+/* Returns 1 if the page cache was dropped. */
+static int drop_caches(void)
+{
+	if (no_drop)
+		return 0;
+	sync();
+	if (geteuid() != 0)
+		return 0;
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	if (fd < 0)
+		return 0;
+	int ok = write(fd, "3\n", 2) == 2;
+	close(fd);
+	return ok;
+}
+
+/* Host memory for the file ceilings: pinned when the driver is there (that is
+ * where a GPU-bound read lands), else page-aligned plain memory. */
+static void *host_alloc(size_t len, int *pinned)
+{
+	void *p = NULL;
+	*pinned = 0;
+	CUcontext ctx;
+	/* Pinned allocations need a current context in the calling thread. */
+	if (have_cuda && cuda_dl_bind(&cu, gpu_index, &ctx) == CUDA_SUCCESS && cu.MemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+		*pinned = 1;
+		memset(p, 0, len);
+		return p;
+	}
+	if (posix_memalign(&p, 4096, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+static void host_free(void *p, int pinned)
+{
+	if (pinned)
+		cu.MemFreeHost(p);
+	else
+		free(p);
+}
+
+/* ------------------------------------------------------------- GPU copies */
+
+static double copy_gbps(int h2d, CUdeviceptr d, void *h, size_t len, int reps)
+{
+	double best = 0;
+	for (int i = 0; i < reps; i++) {
+		double t0 = now();
+		CUresult r = h2d ? cu.MemcpyHtoD(d, h, len) : cu.MemcpyDtoH(h, d, len);
+		double dt = now() - t0;
+		if (r) {
+			printf("# copy failed: %s\n", cuda_dl_errstr(&cu, r));
+			return 0;
+		}
+		if ((double)len / dt / 1e9 > best)
+			best = (double)len / dt / 1e9;
+	}
+	return best;
+}
+
+static void test_copy(void)
+{
+	const size_t len = (size_t)1 << 30;
+	CUdeviceptr d;
+	void *pinned = NULL, *pageable = NULL;
+	if (cu.MemAlloc(&d, len)) {
+		printf("# copy: cannot allocate 1 GiB on the GPU\n");
+		return;
+	}
+	if (cu.MemHostAlloc(&pinned, len, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+		memset(pinned, 1, len);
+		copy_gbps(1, d, pinned, len, 1); /* warm-up */
+		ceiling("h2d_pinned_1GiB", copy_gbps(1, d, pinned, len, 5), "GB/s");
+		ceiling("d2h_pinned_1GiB", copy_gbps(0, d, pinned, len, 5), "GB/s");
+		cu.MemFreeHost(pinned);
+	}
+	pageable = malloc(len);
+	if (pageable) {
+		memset(pageable, 1, len);
+		ceiling("h2d_pageable_1GiB", copy_gbps(1, d, pageable, len, 3), "GB/s");
+		free(pageable);
+	}
+	cu.MemFree(d);
+}
+
+static void test_latency(void)
+{
+	static const size_t sizes[] = {4096, 65536, 1 << 20};
+	static const char *const names[] = {"h2d_pinned_latency_4KiB", "h2d_pinned_latency_64KiB",
+					    "h2d_pinned_latency_1MiB"};
+	const int iters = 500;
+	CUdeviceptr d;
+	void *h;
+	if (cu.MemAlloc(&d, 1 << 20))
+		return;
+	if (cu.MemHostAlloc(&h, 1 << 20, CU_MEMHOSTALLOC_PORTABLE)) {
+		cu.MemFree(d);
+		return;
+	}
+	double *us = calloc(iters, sizeof(double));
+	for (int s = 0; us && s < 3; s++) {
+		for (int i = 0; i < 20; i++)
+			cu.MemcpyHtoD(d, h, sizes[s]);
+		for (int i = 0; i < iters; i++) {
+			double t0 = now();
+			cu.MemcpyHtoD(d, h, sizes[s]);
+			us[i] = (now() - t0) * 1e6;
+		}
+		qsort(us, iters, sizeof(double), cmp_double);
+		ceiling(names[s], us[iters / 2], "us");
+	}
+	free(us);
+	cu.MemFreeHost(h);
+	cu.MemFree(d);
+}
+
+/* ---------------------------------------------------- parallel file I/O */
+
+struct job {
+	int fd;
+	int write;
+	size_t chunk;
+	uint64_t nchunks;
+	atomic_ullong next; /* relaxed: only hands out chunk indexes */
+	atomic_int err;
+	atomic_int pinned; /* relaxed: any thread's answer will do, all ask the same driver */
+};
+
+static void *job_main(void *arg)
+{
+	struct job *j = arg;
+	int pinned;
+	void *buf = host_alloc(j->chunk, &pinned);
+	if (!buf) {
+		atomic_store(&j->err, ENOMEM);
+		return NULL;
+	}
+	atomic_store_explicit(&j->pinned, pinned, memory_order_relaxed);
+	if (j->write)
+		pattern_fill(buf, 0, j->chunk);
+	for (;;) {
+		uint64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+		if (c >= j->nchunks)
+			break;
+		uint64_t off = c * j->chunk;
+		size_t done = 0;
+		while (done < j->chunk) {
+			ssize_t r = j->write ? pwrite(j->fd, (char *)buf + done, j->chunk - done, (off_t)(off + done))
+					     : pread(j->fd, (char *)buf + done, j->chunk - done, (off_t)(off + done));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				atomic_store(&j->err, r < 0 ? errno : EIO);
+				goto out;
+			}
+			done += (size_t)r;
+		}
+	}
+out:
+	host_free(buf, pinned);
+	return NULL;
+}
+
+/* GB/s for `bytes` (a multiple of chunk) moved by `threads` threads. */
+static double parallel_io(int fd, int write, int threads, size_t chunk, uint64_t bytes, int *pinned)
+{
+	struct job j = {.fd = fd, .write = write, .chunk = chunk, .nchunks = bytes / chunk};
+	pthread_t th[64];
+	int n = 0;
+	double t0 = now();
+	for (; n < threads && n < 64; n++)
+		if (pthread_create(&th[n], NULL, job_main, &j))
+			break;
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	double dt = now() - t0;
+	if (pinned)
+		*pinned = atomic_load(&j.pinned);
+	if (atomic_load(&j.err)) {
+		printf("# %s failed: %s\n", write ? "pwrite" : "pread", strerror(atomic_load(&j.err)));
+		return 0;
+	}
+	return (double)(j.nchunks * chunk) / dt / 1e9;
+}
+
+static void test_pread(const char *file, size_t chunk)
+{
+	static const int counts[] = {1, 2, 4, 8, 16};
+	int fd = open(file, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		printf("# pread: %s: %s\n", file, strerror(errno));
+		return;
+	}
+	uint64_t bytes = (uint64_t)st.st_size / chunk * chunk;
+	parallel_io(fd, 0, 16, chunk, bytes, NULL); /* make sure it is all cached */
+	double best = 0;
+	int pinned = 0;
+	for (int i = 0; i < 5; i++) {
+		double v = 0;
+		for (int rep = 0; rep < 2; rep++) {
+			double g = parallel_io(fd, 0, counts[i], chunk, bytes, &pinned);
+			v = g > v ? g : v;
+		}
+		char name[64];
+		snprintf(name, sizeof(name), "pagecache_pread_%dthreads", counts[i]);
+		ceiling(name, v, "GB/s");
+		best = v > best ? v : best;
+	}
+	printf("# pread: %llu bytes of %s in %zu-byte chunks into %s memory\n", (unsigned long long)bytes, file, chunk,
+	       pinned ? "pinned" : "plain (no CUDA driver)");
+	ceiling("pagecache_pread_best", best, "GB/s");
+
+	/* The floor under a small cuFileRead: one 4 KiB pread of cached data. */
+	int p4;
+	void *b4 = host_alloc(4096, &p4);
+	const int iters = 20000;
+	double *us = calloc(iters, sizeof(double));
+	uint64_t x = 88172645463325252ull, pages = (uint64_t)st.st_size / 4096;
+	for (int i = 0; b4 && us && pages && i < iters; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		double t0 = now();
+		if (pread(fd, b4, 4096, (off_t)((x % pages) * 4096)) != 4096)
+			break;
+		us[i] = (now() - t0) * 1e6;
+	}
+	if (b4 && us && pages) {
+		qsort(us, iters, sizeof(double), cmp_double);
+		ceiling("pagecache_pread_4KiB_latency_p50", us[iters / 2], "us");
+	}
+	free(us);
+	if (b4)
+		host_free(b4, p4);
+	close(fd);
+}
+
+static void test_odirect(const char *file, uint64_t per_depth)
+{
+	static const int depths[] = {1, 4, 16, 32};
+	const size_t chunk = 1 << 20;
+	struct stat st;
+	if (stat(file, &st)) {
+		printf("# odirect: %s: %s\n", file, strerror(errno));
+		return;
+	}
+	uint64_t bytes = per_depth < (uint64_t)st.st_size ? per_depth : (uint64_t)st.st_size;
+	bytes = bytes / chunk * chunk;
+	double best = 0;
+	int dropped = 1;
+	for (int i = 0; i < 4; i++) {
+		dropped &= drop_caches();
+		int fd = open(file, O_RDONLY | O_DIRECT);
+		if (fd < 0) {
+			printf("# odirect: %s: %s\n", file, strerror(errno));
+			return;
+		}
+		double v = parallel_io(fd, 0, depths[i], chunk, bytes, NULL);
+		close(fd);
+		char name[64];
+		snprintf(name, sizeof(name), "disk_odirect_read_qd%d", depths[i]);
+		ceiling(name, v, "GB/s");
+		best = v > best ? v : best;
+	}
+	ceiling("disk_odirect_read_best", best, "GB/s");
+	/* A cold buffered read, one thread, 16 MiB calls (readahead at work). */
+	dropped &= drop_caches();
+	int fd = open(file, O_RDONLY);
+	if (fd >= 0) {
+		ceiling("disk_buffered_cold_read_1x16MiB", parallel_io(fd, 0, 1, 16 << 20, bytes / (16 << 20) * (16 << 20), NULL),
+			"GB/s");
+		close(fd);
+	}
+	printf("# disk: %llu bytes per measurement in 1 MiB O_DIRECT reads, queue depth = threads; page cache %s\n",
+	       (unsigned long long)bytes, dropped ? "dropped before each" : "NOT dropped (not root or -n)");
+}
+
+static void test_pwrite(const char *file, uint64_t bytes)
+{
+	/* Overwrite an existing, allocated file, as the write benchmarks do. */
+	int fd = open(file, O_WRONLY | O_CREAT, 0644);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		printf("# pwrite: %s: %s\n", file, strerror(errno));
+		return;
+	}
+	if ((uint64_t)st.st_size < bytes) {
+		int e = posix_fallocate(fd, 0, (off_t)bytes);
+		if (e)
+			printf("# pwrite: fallocate: %s\n", strerror(e));
+		fsync(fd);
+	}
+	close(fd);
+	fd = open(file, O_WRONLY | O_DIRECT);
+	if (fd >= 0) {
+		uint64_t b = bytes / (16 << 20) * (16 << 20);
+		ceiling("pwrite_odirect_1x16MiB", parallel_io(fd, 1, 1, 16 << 20, b, NULL), "GB/s");
+		close(fd);
+	}
+	fd = open(file, O_WRONLY);
+	if (fd >= 0) {
+		uint64_t b = bytes / (1 << 20) * (1 << 20);
+		ceiling("pwrite_buffered_8x1MiB", parallel_io(fd, 1, 8, 1 << 20, b, NULL), "GB/s");
+		double t0 = now();
+		fsync(fd);
+		printf("# pwrite: %llu bytes per measurement, no fsync inside the timing (fsync after: %.2f s)\n",
+		       (unsigned long long)bytes, now() - t0);
+		close(fd);
+	}
+}
+
+static int wanted(const char *list, const char *name)
+{
+	if (!list)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *file = NULL, *wfile = NULL, *tests = NULL;
+	uint64_t wbytes = 4ull << 30, per_depth = 1ull << 30, chunk = 1 << 20;
+	int gpu = 0, opt;
+	while ((opt = getopt(argc, argv, "f:W:s:r:c:d:t:nh")) != -1) {
+		switch (opt) {
+		case 'f': file = optarg; break;
+		case 'W': wfile = optarg; break;
+		case 's':
+			if (parse_size(optarg, &wbytes))
+				return 2;
+			break;
+		case 'r':
+			if (parse_size(optarg, &per_depth))
+				return 2;
+			break;
+		case 'c':
+			if (parse_size(optarg, &chunk) || !chunk)
+				return 2;
+			break;
+		case 'd': gpu = atoi(optarg); break;
+		case 't': tests = optarg; break;
+		case 'n': no_drop = 1; break;
+		default:
+			fprintf(opt == 'h' ? stdout : stderr,
+				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "
+				"[-t copy,latency,pread,odirect,pwrite] [-n]\n",
+				argv[0]);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	gpu_index = gpu;
+	have_cuda = cuda_dl_load(&cu, cuda_why, sizeof(cuda_why)) == 0;
+	if (have_cuda) {
+		CUcontext ctx;
+		CUresult r = cuda_dl_bind(&cu, gpu, &ctx);
+		if (r) {
+			snprintf(cuda_why, sizeof(cuda_why), "GPU %d: %s", gpu, cuda_dl_errstr(&cu, r));
+			have_cuda = 0;
+		}
+	}
+	if (have_cuda) {
+		char name[128] = "?";
+		CUdevice dev;
+		if (cu.DeviceGetName && cu.DeviceGet(&dev, gpu) == CUDA_SUCCESS)
+			cu.DeviceGetName(name, sizeof(name), dev);
+		printf("# ceilings: CUDA driver %s, GPU %d: %s\n", cu.path, gpu, name);
+	} else {
+		printf("# ceilings: no CUDA driver (%s): GPU ceilings skipped\n", cuda_why);
+	}
+	if (have_cuda && wanted(tests, "copy"))
+		test_copy();
+	if (have_cuda && wanted(tests, "latency"))
+		test_latency();
+	if (file && wanted(tests, "pread"))
+		test_pread(file, chunk);
+	if (file && wanted(tests, "odirect"))
+		test_odirect(file, per_depth);
+	if (wfile && wanted(tests, "pwrite"))
+		test_pwrite(wfile, wbytes);
+	return 0;
+}

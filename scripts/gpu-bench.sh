@@ -1,0 +1,491 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# gpu-bench.sh - one comparison run on the GPU machine: the hardware ceilings,
+# then the workloads of the performance doc's targets table through NVIDIA's
+# libcufile and ours, alternating, and one table at the end.
+#
+#   scripts/gpu-bench.sh            (repository root, after the build, as root)
+#
+# Method (docs/benchmarks.md): the same gdsio binary runs every workload; ours
+# is loaded with LD_PRELOAD, NVIDIA's with LD_LIBRARY_PATH, and gdsio's banner
+# is checked to be sure which one was mapped.  Per workload and library:
+# repetition 0 runs with -V (every byte verified; also the warm-up), then
+# GPU_BENCH_REPS timed repetitions alternate ours / NVIDIA's (order flipped
+# each time); the table shows median (min-max) of the timed ones.  A library
+# whose verified repetition fails is not timed further for that workload.
+#
+# NVIDIA's library refuses files on the VM's disk without udev data, so for
+# its runs only, /run/udev/data/b<major>:<minor> is created for the scratch
+# file's block device(s) and removed right after, restoring what was there.
+#
+# Environment (all optional):
+#   BUILD=build-gpu  GDSIO=$BUILD/tools/gdsio  CEILINGS=$BUILD/bench/ceilings
+#   OPENCUFILE_LIB=$BUILD/libcufile.so.0    NV_LIBDIR=/usr/local/cuda/targets/x86_64-linux/lib
+#   OUT=./gpu-out  GPU_SCRATCH=./gpu-scratch (must be on the real disk, not tmpfs)
+#   GPU_BENCH_REPS=3  GPU_BENCH_BUDGET=420 (seconds; later workloads are skipped
+#   when it runs out)  GPU_BENCH_SIZE=4G  GPU_BENCH_COLD_SIZE=2G
+#   GPU_BENCH_ONLY="w4g lat4k ..." (workload ids)  GPU_BENCH_LIBS="ours nv"
+#   GPU_BENCH_KEEP=1 (keep the scratch files)
+#   GPU_BENCH_DRYRUN=1: tiny sizes, one repetition, ours only, no cache drops,
+#   no udev changes - to check the script's logic on a machine without a GPU
+#   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
+#
+# Output: compact progress and the final markdown table on stdout (also in
+# $OUT/bench-table.md); every gdsio and ceilings output in $OUT/bench.log
+# ($OUT/bench-raw.log when stdout already goes to $OUT/bench.log, as under
+# scripts/gpu-check.sh).  Exit status 0 unless the run could not start.
+
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+
+T0=$SECONDS
+BUILD=${BUILD:-$ROOT/build-gpu}
+GDSIO=${GDSIO:-$BUILD/tools/gdsio}
+CEILINGS=${CEILINGS:-$BUILD/bench/ceilings}
+OURLIB=${OPENCUFILE_LIB:-$BUILD/libcufile.so.0}
+NV_LIBDIR=${NV_LIBDIR:-/usr/local/cuda/targets/x86_64-linux/lib}
+OUT=${OUT:-$ROOT/gpu-out}
+SCRATCH=${GPU_SCRATCH:-$ROOT/gpu-scratch}
+REPS=${GPU_BENCH_REPS:-3}
+BUDGET=${GPU_BENCH_BUDGET:-420}
+SIZE=${GPU_BENCH_SIZE:-4G}
+COLD=${GPU_BENCH_COLD_SIZE:-2G}
+ONLY=${GPU_BENCH_ONLY:-}
+LIBS=${GPU_BENCH_LIBS:-ours nv}
+DRY=${GPU_BENCH_DRYRUN:-0}
+KEEP=${GPU_BENCH_KEEP:-0}
+LATT=2          # seconds of 4 KiB random reads per repetition
+BATCHSZ=1G      # data set of the batch workloads
+DROP=1
+if [ "$DRY" = 1 ]; then
+	SIZE=${GPU_BENCH_SIZE:-64M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}
+	LIBS=${GPU_BENCH_LIBS:-ours} LATT=0.3 BATCHSZ=16M DROP=0
+fi
+
+mkdir -p "$OUT" "$SCRATCH" || exit 2
+OUT=$(cd "$OUT" && pwd)
+SCRATCH=$(cd "$SCRATCH" && pwd)
+RAW=$OUT/bench.log
+if [ "$(readlink -f /proc/$$/fd/1 2>/dev/null)" = "$(readlink -f "$RAW")" ]; then
+	RAW=$OUT/bench-raw.log
+fi
+: >"$RAW"
+TABLE=$OUT/bench-table.md
+DATA=$SCRATCH/bench.dat
+WDATA=$SCRATCH/bench-write.dat
+RUNOUT=$SCRATCH/run.out
+
+elapsed() { echo $((SECONDS - T0)); }
+left() { echo $((BUDGET - (SECONDS - T0))); }
+log() { printf '%s\n' "$*" >>"$RAW"; }
+say() { printf '%s\n' "$*"; printf '%s\n' "$*" >>"$RAW"; }
+
+# bytes of a size with a K/M/G suffix
+bytes() {
+	local v=${1%[KkMmGg]} s=${1: -1}
+	case $s in K|k) echo $((v << 10)) ;; M|m) echo $((v << 20)) ;; G|g) echo $((v << 30)) ;; *) echo "$1" ;; esac
+}
+
+for f in "$GDSIO" "$CEILINGS"; do
+	[ -x "$f" ] || { say "gpu-bench: $f not built"; exit 2; }
+done
+[ -e "$OURLIB" ] || { say "gpu-bench: our library $OURLIB not found"; exit 2; }
+OURREAL=$(readlink -f "$OURLIB")
+NVREAL=$(readlink -f "$NV_LIBDIR" 2>/dev/null || echo "$NV_LIBDIR")
+case " $LIBS " in *" nv "*)
+	if [ ! -e "$NV_LIBDIR/libcufile.so.0" ]; then
+		say "gpu-bench: NVIDIA's libcufile.so.0 not in $NV_LIBDIR: ours only"
+		LIBS=ours
+	fi ;;
+esac
+fstype=$(stat -f -c %T "$SCRATCH" 2>/dev/null)
+[ "$fstype" = tmpfs ] && say "gpu-bench: WARNING: $SCRATCH is on tmpfs: cold and O_DIRECT figures are meaningless"
+
+# ------------------------------------------------------------- udev shim
+# Block devices NVIDIA's library may look up for the scratch directory.
+devnums() {
+	local dev src pk
+	{
+		dev=$(stat -c '%d' "$SCRATCH" 2>/dev/null)
+		[ -n "$dev" ] && echo "$(((dev >> 8) & 0xfff | ((dev >> 32) & ~0xfff))):$(((dev & 0xff) | ((dev >> 12) & ~0xff)))"
+		findmnt -n -o MAJ:MIN --target "$SCRATCH" 2>/dev/null
+		src=$(findmnt -n -o SOURCE --target "$SCRATCH" 2>/dev/null)
+		if [ -n "$src" ] && [ -b "$src" ]; then
+			lsblk -dno MAJ:MIN "$src" 2>/dev/null
+			pk=$(lsblk -dno PKNAME "$src" 2>/dev/null | tr -d ' ')
+			[ -n "$pk" ] && lsblk -dno MAJ:MIN "/dev/$pk" 2>/dev/null
+		fi
+	} | tr -d ' ' | grep -E '^[0-9]+:[0-9]+$' | awk '!seen[$0]++'
+}
+DEVNUMS=$(devnums | tr '\n' ' ')
+[ -n "$DEVNUMS" ] || DEVNUMS="254:0"
+UDEV_FILES=()
+UDEV_MADE_RUN=0
+UDEV_MADE_DATA=0
+udev_on() {
+	[ "$DRY" = 1 ] && return
+	UDEV_FILES=() UDEV_MADE_RUN=0 UDEV_MADE_DATA=0
+	[ -d /run/udev ] || UDEV_MADE_RUN=1
+	[ -d /run/udev/data ] || UDEV_MADE_DATA=1
+	mkdir -p /run/udev/data 2>/dev/null || return
+	local mm f
+	for mm in $DEVNUMS; do
+		f=/run/udev/data/b$mm
+		if [ ! -e "$f" ] && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"$f" 2>/dev/null; then
+			UDEV_FILES+=("$f")
+		fi
+	done
+}
+udev_off() {
+	local f
+	for f in "${UDEV_FILES[@]}"; do rm -f "$f"; done
+	UDEV_FILES=()
+	((UDEV_MADE_DATA)) && rmdir /run/udev/data 2>/dev/null
+	((UDEV_MADE_RUN)) && rmdir /run/udev 2>/dev/null
+	UDEV_MADE_RUN=0 UDEV_MADE_DATA=0
+}
+
+DROP_NOTE=""
+drop_caches() {
+	sync
+	((DROP)) || return 0
+	if ! { echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+		DROP_NOTE="page cache could not be dropped (not root?): cold figures are not cold"
+	fi
+}
+
+# ------------------------------------------------------------- running
+CHILD=""
+CREATED=()
+declare -A V ST VF CEIL
+# V[id|lib|metric]="v1 v2 ..."  ST[id|lib]=first bad status  VF[id|lib]=verify result
+
+# run_gdsio ID LIB REP COLD TIMEOUT ARGS... : one gdsio process, recorded.
+run_gdsio() {
+	local id=$1 lib=$2 rep=$3 cold=$4 tmo=$5 rc st libline want v
+	shift 5
+	local args=("$@")
+	((rep == 0)) && args+=(-V)
+	((cold)) && drop_caches
+	local t
+	t=$(left)
+	((t < 5)) && t=5
+	((tmo > t)) && tmo=$t
+	if [ "$lib" = nv ]; then
+		udev_on
+		timeout -k 3 "$tmo" env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+			CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
+	else
+		timeout -k 3 "$tmo" env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
+			"$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
+	fi
+	CHILD=$!
+	wait "$CHILD"
+	rc=$?
+	CHILD=""
+	[ "$lib" = nv ] && udev_off
+	{
+		echo "### [t=$(elapsed)s] $id $lib rep=$rep rc=$rc: gdsio ${args[*]}"
+		cat "$RUNOUT"
+	} >>"$RAW"
+	st=$(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == "Status:") print $(i + 1)}' "$RUNOUT" | sort -u |
+		grep -v '^ok$' | head -1)
+	[ -z "$st" ] && ! grep -q '^Extra:.*Status: ok' "$RUNOUT" && st=no_result
+	case $rc in
+	0) ;;
+	3) st=not_supported ;;
+	124 | 137) st=hang ;;
+	*) [ -z "$st" ] && st="rc=$rc" ;;
+	esac
+	# Which libcufile did it really load?
+	libline=$(grep -m1 '^# gdsio: cuFile library' "$RUNOUT")
+	if [ -n "$libline" ]; then
+		if [ "$lib" = ours ]; then want="mapped: 1: $OURREAL)"; else want="mapped: 1: $NVREAL/"; fi
+		case $libline in *"$want"*) ;; *) st="WRONG_LIBRARY"; log "!!! expected $want in: $libline" ;; esac
+	fi
+	if ((rep == 0)); then
+		if grep -q 'Verify: PASS' "$RUNOUT" && [ -z "$st" ]; then VF[$id|$lib]=PASS; else VF[$id|$lib]="FAIL${st:+($st)}"; fi
+	fi
+	if [ -n "$st" ]; then
+		[ -z "${ST[$id|$lib]:-}" ] && ST[$id|$lib]=$st
+		return 1
+	fi
+	((rep == 0)) && return 0
+	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB; do
+		v=$(awk -v k="$m:" '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == k) print $(i + 1)}' "$RUNOUT" | head -1)
+		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} $v"
+	done
+	v=$(sed -n 's/.*Avg_Latency: \([0-9.]*\) usecs.*/\1/p' "$RUNOUT" | head -1)
+	V[$id|$lib|avg_usecs]="${V[$id|$lib|avg_usecs]:-} $v"
+	return 0
+}
+
+# median min max of a list of numbers ("" if empty)
+stats() {
+	printf '%s\n' $1 | grep -E '^[0-9.]+$' | sort -g |
+		awk '{a[NR] = $1} END {if (!NR) exit; m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m, a[1], a[NR]}'
+}
+
+wanted() {
+	[ -z "$ONLY" ] && return 0
+	case " $ONLY " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+SKIPPED=()
+# workload ID COLD TIMEOUT MIN_SECONDS_LEFT ARGS...
+workload() {
+	local id=$1 cold=$2 tmo=$3 need=$4 lib r line
+	shift 4
+	wanted "$id" || return 0
+	if (($(left) < need)); then
+		SKIPPED+=("$id")
+		say "[t=$(elapsed)s] $id: skipped, ${need}s needed, $(left)s left of the budget"
+		return 0
+	fi
+	local -A dead=()
+	for lib in $LIBS; do
+		run_gdsio "$id" "$lib" 0 "$cold" "$tmo" "$@" || dead[$lib]=1
+	done
+	for ((r = 1; r <= REPS; r++)); do
+		local order=$LIBS
+		((r % 2 == 0)) && order=$(echo "$LIBS" | awk '{for (i = NF; i >= 1; i--) printf "%s%s", $i, (i > 1 ? " " : "")}')
+		for lib in $order; do
+			[ -n "${dead[$lib]:-}" ] && continue
+			(($(left) < 3)) && break 2
+			run_gdsio "$id" "$lib" "$r" "$cold" "$tmo" "$@" || dead[$lib]=1
+		done
+	done
+	line="[t=$(elapsed)s] $id:"
+	for lib in $LIBS; do
+		line+=" $lib ${VF[$id|$lib]:-?}"
+		[ -n "${ST[$id|$lib]:-}" ] && line+="/${ST[$id|$lib]}"
+		line+=" [$(echo ${V[$id|$lib|GB_per_sec]:-} | tr ' ' ',')]"
+	done
+	say "$line"
+}
+
+drvopen() {
+	local id=drvopen lib r v
+	wanted $id || return 0
+	for ((r = 1; r <= REPS; r++)); do
+		for lib in $LIBS; do
+			(($(left) < 5)) && { SKIPPED+=("$id"); return 0; }
+			if [ "$lib" = nv ]; then
+				udev_on
+				timeout -k 3 30 env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+					CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$GDSIO" -L 5 >"$RUNOUT" 2>&1 &
+			else
+				timeout -k 3 30 env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
+					"$GDSIO" -L 5 >"$RUNOUT" 2>&1 &
+			fi
+			CHILD=$!
+			wait "$CHILD"
+			CHILD=""
+			[ "$lib" = nv ] && udev_off
+			{ echo "### [t=$(elapsed)s] drvopen $lib rep=$r"; cat "$RUNOUT"; } >>"$RAW"
+			v=$(sed -n 's/.* first \([0-9.]*\) ms.*/\1/p' "$RUNOUT" | head -1)
+			if [ -n "$v" ]; then
+				V[$id|$lib|first_ms]="${V[$id|$lib|first_ms]:-} $v"
+				VF[$id|$lib]=PASS
+			else
+				ST[$id|$lib]=fail
+			fi
+		done
+	done
+	say "[t=$(elapsed)s] drvopen: ours [${V[drvopen|ours|first_ms]:-}] nv [${V[drvopen|nv|first_ms]:-}] ms"
+}
+
+ceilings() {
+	local args=("$@")
+	((DROP)) || args+=(-n)
+	timeout -k 3 "$(($(left) > 20 ? $(left) : 20))" "$CEILINGS" "${args[@]}" >"$RUNOUT" 2>&1 &
+	CHILD=$!
+	wait "$CHILD"
+	CHILD=""
+	{ echo "### [t=$(elapsed)s] ceilings ${args[*]}"; cat "$RUNOUT"; } >>"$RAW"
+	local name val unit
+	while read -r _ name val unit; do
+		CEIL[$name]="$val $unit"
+	done < <(grep '^ceiling ' "$RUNOUT")
+	say "[t=$(elapsed)s] ceilings $(grep -c '^ceiling ' "$RUNOUT") measured ($*)"
+}
+
+# ------------------------------------------------------------- the table
+fmt() { awk -v v="$1" 'BEGIN {if (v >= 100) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v}'; }
+
+cell() { # id lib metric -> "median (min-max)" or a status
+	local s
+	s=$(stats "${V[$1|$2|$3]:-}")
+	if [ -n "$s" ]; then
+		set -- $s
+		echo "$(fmt "$1") ($(fmt "$2")-$(fmt "$3"))"
+	elif [ -n "${ST[$1|$2]:-}" ]; then
+		echo "${ST[$1|$2]}"
+	else
+		echo "-"
+	fi
+}
+
+median_of() { local s; s=$(stats "${V[$1|$2|$3]:-}"); echo "${s%% *}"; }
+
+# check CHECKS id metric : "yes"/"NO"/"?" for ours against the target.
+check() {
+	local checks=$1 id=$2 metric=$3 ours nv c ok=yes ref
+	[ -z "$checks" ] && { echo ""; return; }
+	ours=$(median_of "$id" ours "$metric")
+	nv=$(median_of "$id" nv "$metric")
+	[ -z "$ours" ] && { echo "NO"; return; }
+	for c in $checks; do
+		case $c in
+		ge:*) awk -v a="$ours" -v b="${c#ge:}" 'BEGIN {exit !(a >= b)}' || ok=NO ;;
+		le:*) awk -v a="$ours" -v b="${c#le:}" 'BEGIN {exit !(a <= b)}' || ok=NO ;;
+		xnv:*) if [ -n "$nv" ]; then awk -v a="$ours" -v n="$nv" -v f="${c#xnv:}" 'BEGIN {exit !(a >= f * n)}' || ok=NO
+		       elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		xceil:*)
+			c=${c#xceil:}
+			ref=${CEIL[${c#*:}]:-}
+			if [ -n "$ref" ]; then awk -v a="$ours" -v r="${ref%% *}" -v f="${c%%:*}" 'BEGIN {exit !(a >= f * r)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		xrow:*)
+			c=${c#xrow:}
+			ref=$(median_of "${c#*:}" ours GB_per_sec)
+			if [ -n "$ref" ]; then awk -v a="$ours" -v r="$ref" -v f="${c%%:*}" 'BEGIN {exit !(a >= f * r)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		esac
+	done
+	echo "$ok"
+}
+
+# id|metric|label|target|checks|lower-is-better
+ROWS=(
+	"w4g|GB_per_sec|warm, ONE 4 GiB cuFileRead, device unregistered, buffered fd (GB/s)|>= 40, >= 2x NVIDIA, >= 0.9x page cache|ge:40 xnv:2 xceil:0.9:pagecache_pread_best|0"
+	"t1_16m|GB_per_sec|warm, 1 thread x 16 MiB calls, device unregistered (GB/s)|>= 15 (NVIDIA 6.3)|ge:15|0"
+	"t16_1m|GB_per_sec|warm, 16 threads x 1 MiB calls, device unregistered (GB/s)|>= 1.3x NVIDIA|xnv:1.3|0"
+	"t8_16m|GB_per_sec|warm, 8 threads x 16 MiB calls, device registered (GB/s)|(NVIDIA 14.7)||0"
+	"host4g|GB_per_sec|warm, ONE 4 GiB cuFileRead into malloc memory (GB/s)|>= 30 (NVIDIA 5)|ge:30|0"
+	"lat4k|avg_usecs|warm, 4 KiB random reads, device, 1 thread: avg (us)|<= 6 (NVIDIA 10)|le:6|1"
+	"lat4k|p50_usecs|  ... p50 (us)|(NVIDIA 9.5)||1"
+	"lat4k|p99_usecs|  ... p99 (us)|(NVIDIA 18-20)||1"
+	"batch128|GB_per_sec|batch 128 x 64 KiB, warm, unregistered (GB/s)|completes, >= 13.4 (2x 6.7)|ge:13.4|0"
+	"batch32r|GB_per_sec|batch 32 x 64 KiB, warm, registered (GB/s)|(NVIDIA's best batch: 6.7)||0"
+	"async256|GB_per_sec|256 x 16 MiB cuFileReadAsync, one stream (GB/s)|all complete, ~ sync 16 MiB rate|xrow:0.9:t1_16m|0"
+	"cold_buf|GB_per_sec|cold, buffered fd, 1 thread x 16 MiB (GB/s)|>= 0.9x disk|xceil:0.9:disk_odirect_read_best|0"
+	"cold_dio|GB_per_sec|cold, O_DIRECT fd, 1 thread x 16 MiB (GB/s)|>= 0.9x disk|xceil:0.9:disk_odirect_read_best|0"
+	"wr_dio|GB_per_sec|write from GPU, O_DIRECT, 1 thread x 16 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_odirect_1x16MiB|0"
+	"wr_buf|GB_per_sec|write from GPU, buffered, 8 threads x 1 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_buffered_8x1MiB|0"
+	"drvopen|first_ms|cuFileDriverOpen, first in a process (ms)|<= 50|le:50|1"
+)
+
+TABLE_DONE=0
+print_table() {
+	((TABLE_DONE)) && return
+	TABLE_DONE=1
+	local row id metric label target checks lower nvc oc ratio met nvm om cpu gpu
+	{
+		echo
+		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+		echo "## gpu-bench $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none), ${gpu:-no GPU (dry run?)}, $(nproc) CPUs"
+		echo
+		echo "Data set $SIZE (cold reads $COLD), $REPS timed repetitions after one verified (-V) repetition, median (min-max);"
+		echo "ratio = ours/NVIDIA for GB/s, NVIDIA/ours for times (> 1: ours better). 'met' judges ours against the target."
+		[ -n "$DROP_NOTE" ] && echo "NOTE: $DROP_NOTE"
+		((${#SKIPPED[@]})) && echo "NOTE: skipped for lack of time: ${SKIPPED[*]}"
+		echo
+		echo "| workload | NVIDIA median (spread) | ours median (spread) | ratio | target | met | CPU s/GB NVIDIA / ours |"
+		echo "| --- | --- | --- | --- | --- | --- | --- |"
+		for row in "${ROWS[@]}"; do
+			IFS='|' read -r id metric label target checks lower <<<"$row"
+			wanted "$id" || continue
+			nvc=$(cell "$id" nv "$metric")
+			oc=$(cell "$id" ours "$metric")
+			case " $LIBS " in *" nv "*) ;; *) nvc="not run" ;; esac
+			[ "${VF[$id|nv]:-}" != "" ] && [ "${VF[$id|nv]}" != PASS ] && nvc="$nvc; -V: ${VF[$id|nv]}"
+			[ "${VF[$id|ours]:-}" != "" ] && [ "${VF[$id|ours]}" != PASS ] && oc="$oc; -V: ${VF[$id|ours]}"
+			nvm=$(median_of "$id" nv "$metric")
+			om=$(median_of "$id" ours "$metric")
+			ratio="-"
+			if [ -n "$nvm" ] && [ -n "$om" ]; then
+				ratio=$(awk -v n="$nvm" -v o="$om" -v l="$lower" 'BEGIN {r = l ? (o > 0 ? n / o : 0) : (n > 0 ? o / n : 0); printf "%.2f", r}')
+			fi
+			met=$(check "$checks" "$id" "$metric")
+			cpu="-"
+			if [ "$metric" = GB_per_sec ]; then
+				cpu="$(median_of "$id" nv CPU_sec_per_GB) / $(median_of "$id" ours CPU_sec_per_GB)"
+				[ "$cpu" = " / " ] && cpu="-"
+			fi
+			echo "| $label | $nvc | $oc | $ratio | $target | $met | $cpu |"
+		done
+		echo
+		echo "Ceilings (same run): $(for k in h2d_pinned_1GiB d2h_pinned_1GiB h2d_pageable_1GiB pagecache_pread_best \
+			disk_odirect_read_best pwrite_odirect_1x16MiB pwrite_buffered_8x1MiB; do
+			[ -n "${CEIL[$k]:-}" ] && printf '%s %s; ' "$k" "${CEIL[$k]}"
+		done)"
+		echo
+		echo "| ceiling | value |"
+		echo "| --- | --- |"
+		for k in $(printf '%s\n' "${!CEIL[@]}" | sort); do
+			echo "| $k | ${CEIL[$k]} |"
+		done
+		echo
+		echo "Raw output: $RAW"
+	} | tee "$TABLE"
+}
+
+cleanup() {
+	if [ -n "$CHILD" ]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD" 2>/dev/null; fi
+	udev_off
+	if [ "$KEEP" != 1 ]; then
+		for f in "${CREATED[@]}"; do rm -f "$f"; done
+	fi
+	rm -f "$RUNOUT"
+}
+trap 'say "gpu-bench: interrupted at t=$(elapsed)s"; if [ -n "$CHILD" ]; then kill -TERM "$CHILD" 2>/dev/null; fi; print_table; exit 143' TERM INT
+trap cleanup EXIT
+
+# ------------------------------------------------------------- the run
+say "gpu-bench: gdsio=$GDSIO ours=$OURREAL nvidia=$NVREAL/libcufile.so.0 libs=[$LIBS] size=$SIZE cold=$COLD reps=$REPS budget=${BUDGET}s"
+say "gpu-bench: scratch=$SCRATCH ($fstype, block devices $DEVNUMS) raw log=$RAW"
+
+[ -e "$DATA" ] || CREATED+=("$DATA")
+"$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create $DATA"; exit 2; }
+# Warm the page cache: read it all once (CPU only, buffered).
+"$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 16M >>"$RAW" 2>&1
+
+wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread
+
+SB=$(bytes "$SIZE")
+ASYNC_B=$((SB / (16 << 20)))
+((ASYNC_B < 1)) && ASYNC_B=1
+F=(-f "$DATA")
+#        id       cold timeout need  gdsio arguments
+workload w4g      0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i "$SIZE"
+workload t1_16m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 16M
+workload t16_1m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 16 -s "$SIZE" -i 1M
+workload t8_16m   0 60 20 "${F[@]}" -x 0 -m 0 -N -w 8 -s "$SIZE" -i 16M
+workload host4g   0 60 20 "${F[@]}" -x 0 -m 3 -b -N -w 1 -s "$SIZE" -i "$SIZE"
+workload lat4k    0 60 25 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 4K -I 2 -T "$LATT"
+workload batch128 0 30 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
+workload batch32r 0 30 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
+workload async256 0 60 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
+drvopen
+
+if wanted ceilings || wanted wr_dio || wanted wr_buf; then
+	[ -e "$WDATA" ] || CREATED+=("$WDATA")
+	"$GDSIO" -Z -f "$WDATA" -s "$SIZE" >>"$RAW" 2>&1
+fi
+wanted ceilings && ceilings -f "$DATA" -W "$WDATA" -s "$SIZE" -r "$COLD" -t odirect,pwrite
+
+workload cold_buf 1 60 30 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$COLD" -i 16M
+workload cold_dio 1 60 30 "${F[@]}" -x 0 -m 0 -b -O -w 1 -s "$COLD" -i 16M
+sync
+workload wr_dio   0 90 30 -f "$WDATA" -I 1 -x 0 -m 0 -b -O -w 1 -s "$SIZE" -i 16M
+sync
+workload wr_buf   0 90 25 -f "$WDATA" -I 1 -x 0 -m 0 -b -N -w 8 -s "$SIZE" -i 1M
+
+say "gpu-bench: done in $(elapsed)s"
+print_table
+exit 0

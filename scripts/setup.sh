@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what building and testing opencufile needs on Debian/Ubuntu.
+# Needs root for apt-get; does nothing when everything is already there.
+set -euo pipefail
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+command -v cc >/dev/null || need+=(gcc)
+command -v c++ >/dev/null || need+=(g++)
+command -v make >/dev/null || need+=(make)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+dpkg -s libjson-c-dev >/dev/null 2>&1 || need+=(libjson-c-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: please install: ${need[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+cuda_inc=${CUDA_INCLUDE_DIR:-/usr/local/cuda/include}
+if [ ! -f "$cuda_inc/cuda.h" ]; then
+  echo "setup: cuda.h not found in $cuda_inc (install the CUDA toolkit headers or set CUDA_INCLUDE_DIR)" >&2
+  exit 1
+fi

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * buffer.c - the buffer registry and pointer classification.
+ *
+ * DESIGN: registrations live in an array sorted by base address under a
+ * reader/writer lock, so the registration covering an address is found by
+ * binary search.  Device memory is classified with one
+ * cuPointerGetAttributes() call (memory type, context, device ordinal,
+ * buffer ID, allocation range).  A registration remembers the buffer ID of
+ * its memory; at every I/O the ID is read again, and a mismatch (the memory
+ * was freed and another allocation now sits at that address) drops the
+ * stale registration instead of trusting it.  Registered device memory gets
+ * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS so that synchronous CUDA copies by the
+ * application and our stream copies are ordered.
+ *
+ * Registration pins nothing: without nvidia-fs there is nothing to pin GPU
+ * memory for, and the staging pool is shared.  It validates once and makes
+ * later lookups cheap.
+ */
+#define _GNU_SOURCE
+#include "buffer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_loader.h"
+#include "gpu.h"
+#include "internal.h"
+#include "log.h"
+
+enum mem_kind { MEM_HOST = 0, MEM_PINNED, MEM_DEVICE, MEM_MANAGED };
+
+struct meminfo {
+	enum mem_kind kind;
+	CUcontext ctx;
+	int ordinal;
+	unsigned long long buffer_id;
+	uintptr_t start; /* allocation range (device kinds) */
+	size_t size;
+};
+
+struct reg {
+	uintptr_t base;
+	size_t len;
+	struct meminfo mi;
+};
+
+/* reg_lock protects regs[], nregs, regcap. */
+static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct reg *regs;
+static size_t nregs, regcap;
+
+static int classify(uintptr_t p, struct meminfo *mi)
+{
+	memset(mi, 0, sizeof(*mi));
+	mi->kind = MEM_HOST;
+	if (!cuda_available())
+		return 0;
+	CUpointer_attribute attrs[] = {
+		CU_POINTER_ATTRIBUTE_MEMORY_TYPE,      CU_POINTER_ATTRIBUTE_CONTEXT,
+		CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,   CU_POINTER_ATTRIBUTE_BUFFER_ID,
+		CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+		CU_POINTER_ATTRIBUTE_IS_MANAGED,
+	};
+	unsigned int memtype = 0;
+	CUcontext ctx = NULL;
+	int ordinal = -1;
+	unsigned long long id = 0;
+	CUdeviceptr start = 0;
+	size_t size = 0;
+	unsigned int managed = 0;
+	void *data[] = {&memtype, &ctx, &ordinal, &id, &start, &size, &managed};
+	CUresult r = ocf_cu.PointerGetAttributes(7, attrs, data, (CUdeviceptr)p);
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		return 0; /* not memory CUDA knows: plain host memory */
+	if (r != CUDA_SUCCESS) {
+		log_error("cuPointerGetAttributes(%#lx) failed: %s", (unsigned long)p, cuda_error_name(r));
+		return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+	}
+	switch (memtype) {
+	case 0:
+		return 0;
+	case CU_MEMORYTYPE_HOST:
+		mi->kind = MEM_PINNED;
+		break;
+	case CU_MEMORYTYPE_DEVICE:
+		mi->kind = managed ? MEM_MANAGED : MEM_DEVICE;
+		break;
+	default:
+		return OCF_ERR(CU_FILE_CUDA_MEMORY_TYPE_INVALID);
+	}
+	mi->ctx = ctx;
+	mi->ordinal = ordinal;
+	mi->buffer_id = id;
+	mi->start = (uintptr_t)start;
+	mi->size = size;
+	if (mi->kind != MEM_PINNED && (ordinal < 0 || ordinal >= cuda_device_count()))
+		return OCF_ERR(CU_FILE_CUDA_POINTER_INVALID);
+	return 0;
+}
+
+/* Is [p, p+len) inside device memory of one GPU?  VMM users (for example
+ * expandable allocators) map several physical chunks back to back, each a
+ * range of its own, so follow the ranges as long as they continue on the
+ * same device. */
+static bool device_range_ok(const struct meminfo *mi, uintptr_t p, size_t len)
+{
+	if (p < mi->start || p - mi->start > mi->size)
+		return false;
+	uintptr_t end = mi->start + mi->size;
+	uintptr_t want = p + len;
+	if (want < p)
+		return false;
+	while (end < want) {
+		struct meminfo next;
+		if (classify(end, &next) != 0 || next.kind != mi->kind || next.ordinal != mi->ordinal ||
+		    next.start != end || next.size == 0)
+			return false;
+		end = next.start + next.size;
+	}
+	return true;
+}
+
+static int fill_target(const struct meminfo *mi, uintptr_t p, struct ocf_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (mi->kind == MEM_HOST || mi->kind == MEM_PINNED) {
+		t->host = (char *)p;
+		return 0;
+	}
+	struct ocf_gpu *g;
+	int r = gpu_get(mi->ordinal, &g);
+	if (r)
+		return r;
+	t->device = true;
+	t->dev = (CUdeviceptr)p;
+	t->gpu = g;
+	t->ctx = mi->ctx ? mi->ctx : g->primary;
+	t->use_stream = t->ctx == g->primary;
+	return 0;
+}
+
+/* Caller holds reg_lock.  Index of the last registration with base <= p,
+ * or -1. */
+static ssize_t find_le(uintptr_t p)
+{
+	size_t lo = 0, hi = nregs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (regs[mid].base <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo - 1;
+}
+
+int buf_register(const void *base, size_t len, int flags)
+{
+	if (!base || len == 0)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	if (flags & ~(CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING))
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	uintptr_t p = (uintptr_t)base;
+	if (p + len < p)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	struct meminfo mi;
+	int r = classify(p, &mi);
+	if (r)
+		return r;
+	if ((mi.kind == MEM_DEVICE || mi.kind == MEM_MANAGED) && !device_range_ok(&mi, p, len))
+		return OCF_ERR(CU_FILE_CUDA_POINTER_RANGE_ERROR);
+	if (mi.kind == MEM_DEVICE) {
+		struct ocf_gpu *g;
+		r = gpu_get(mi.ordinal, &g);
+		if (r)
+			return r;
+		unsigned int one = 1;
+		CUresult cr = ocf_cu.PointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)p);
+		if (cr != CUDA_SUCCESS)
+			log_warn("SYNC_MEMOPS on %#lx failed: %s", (unsigned long)p, cuda_error_name(cr));
+	}
+
+	pthread_rwlock_wrlock(&reg_lock);
+	ssize_t i = find_le(p);
+	bool overlap = (i >= 0 && regs[i].base + regs[i].len > p) ||
+		       ((size_t)(i + 1) < nregs && regs[i + 1].base < p + len);
+	if (overlap) {
+		pthread_rwlock_unlock(&reg_lock);
+		return OCF_ERR(CU_FILE_MEMORY_ALREADY_REGISTERED);
+	}
+	if (nregs == regcap) {
+		size_t ncap = regcap ? regcap * 2 : 64;
+		struct reg *n = realloc(regs, ncap * sizeof(*n));
+		if (!n) {
+			pthread_rwlock_unlock(&reg_lock);
+			return OCF_ERR(CU_FILE_NOMEM_ERROR);
+		}
+		regs = n;
+		regcap = ncap;
+	}
+	size_t at = (size_t)(i + 1);
+	memmove(&regs[at + 1], &regs[at], (nregs - at) * sizeof(*regs));
+	regs[at] = (struct reg){.base = p, .len = len, .mi = mi};
+	nregs++;
+	pthread_rwlock_unlock(&reg_lock);
+	log_debug("buffer %#lx+%zu registered (%s)", (unsigned long)p, len,
+		  mi.kind == MEM_DEVICE ? "device" : mi.kind == MEM_MANAGED ? "managed" : "host");
+	return 0;
+}
+
+/* Caller holds reg_lock for writing. */
+static void remove_at(size_t i)
+{
+	memmove(&regs[i], &regs[i + 1], (nregs - i - 1) * sizeof(*regs));
+	nregs--;
+}
+
+int buf_deregister(const void *base)
+{
+	if (!base)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	uintptr_t p = (uintptr_t)base;
+	pthread_rwlock_wrlock(&reg_lock);
+	ssize_t i = find_le(p);
+	if (i < 0 || regs[i].base != p) {
+		pthread_rwlock_unlock(&reg_lock);
+		return OCF_ERR(CU_FILE_MEMORY_NOT_REGISTERED);
+	}
+	remove_at((size_t)i);
+	pthread_rwlock_unlock(&reg_lock);
+	return 0;
+}
+
+void buf_deregister_all(void)
+{
+	pthread_rwlock_wrlock(&reg_lock);
+	free(regs);
+	regs = NULL;
+	nregs = regcap = 0;
+	pthread_rwlock_unlock(&reg_lock);
+}
+
+/* Still the same allocation as at registration? */
+static bool reg_is_live(const struct reg *g)
+{
+	if (g->mi.kind != MEM_DEVICE && g->mi.kind != MEM_MANAGED)
+		return true;
+	unsigned long long id = 0;
+	CUresult r = ocf_cu.PointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)g->base);
+	return r == CUDA_SUCCESS && id == g->mi.buffer_id;
+}
+
+static void drop_stale(const struct reg *stale)
+{
+	pthread_rwlock_wrlock(&reg_lock);
+	ssize_t i = find_le(stale->base);
+	if (i >= 0 && regs[i].base == stale->base && regs[i].mi.buffer_id == stale->mi.buffer_id)
+		remove_at((size_t)i);
+	pthread_rwlock_unlock(&reg_lock);
+	log_warn("buffer %#lx was freed without cuFileBufDeregister; registration dropped",
+		 (unsigned long)stale->base);
+}
+
+int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
+{
+	uintptr_t b = (uintptr_t)base;
+	uintptr_t p = b + (uintptr_t)off;
+	if (p < b || p + size < p)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+
+	struct reg found;
+	bool have = false;
+	pthread_rwlock_rdlock(&reg_lock);
+	ssize_t i = find_le(b);
+	if (i >= 0 && b < regs[i].base + regs[i].len) {
+		found = regs[i];
+		have = true;
+	}
+	pthread_rwlock_unlock(&reg_lock);
+
+	if (have) {
+		if (!reg_is_live(&found)) {
+			drop_stale(&found);
+		} else {
+			if (p + size > found.base + found.len)
+				return OCF_ERR(CU_FILE_INVALID_VALUE);
+			int r = fill_target(&found.mi, p, t);
+			t->registered = true;
+			return r;
+		}
+	}
+
+	struct meminfo mi;
+	int r = classify(b, &mi);
+	if (r)
+		return r;
+	if ((mi.kind == MEM_DEVICE || mi.kind == MEM_MANAGED) && !device_range_ok(&mi, p, size))
+		return OCF_ERR(CU_FILE_CUDA_POINTER_RANGE_ERROR);
+	return fill_target(&mi, p, t);
+}

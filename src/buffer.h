@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * buffer.h - buffer registration and classification of caller memory.
+ */
+#ifndef OCF_BUFFER_H_
+#define OCF_BUFFER_H_
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct ocf_gpu;
+
+/* Where the bytes of one I/O go to or come from. */
+struct ocf_target {
+	bool device;          /* false: host memory the CPU may touch */
+	char *host;           /* host: first byte of the I/O range */
+	CUdeviceptr dev;      /* device: first byte of the I/O range */
+	struct ocf_gpu *gpu;  /* device: the GPU that holds the memory */
+	CUcontext ctx;        /* device: context to make current for copies */
+	bool use_stream;      /* device: ctx is the primary one, so the staging
+			       * slot's stream may carry the copies */
+	bool registered;
+};
+
+/* Registers [base, base+len).  Returns 0 or an error. */
+int buf_register(const void *base, size_t len, int flags);
+int buf_deregister(const void *base);
+void buf_deregister_all(void);
+
+/* Resolves the I/O range [base+off, base+off+size) to a target: a valid,
+ * live registration (buffer ID checked) or a fresh classification of the
+ * pointer.  Returns 0 or an error; on error nothing was touched. */
+int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t);
+
+#endif /* OCF_BUFFER_H_ */

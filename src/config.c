@@ -1,0 +1,770 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.c - cufile.json, the environment, and the key table.
+ *
+ * DESIGN: one table row per key {json path, type, default, min, max, field,
+ * allowed strings, environment variable} drives everything: defaults (the
+ * default is JSON text fed through the same code as the file's values),
+ * parsing, validation, the environment, formatting for gdscheck, and the
+ * documentation test.  A value is applied only after it has been validated
+ * completely, so a wrong value leaves the key at what it was (its default),
+ * never at something half-parsed.
+ *
+ * Parsing is json-c's tokener, which accepts the // and / * * / comments of
+ * NVIDIA's files.  json-c does not report where a value came from, so error
+ * messages find the line of a key by scanning the text for the key names of
+ * its path in order (skipping comments and string contents); a syntax
+ * error's line comes from the tokener's stop offset.
+ *
+ * Messages cannot be logged while loading (the log's own settings are being
+ * loaded), so they are collected in a struct ocf_cfg_diags and logged by the
+ * caller afterwards; gdscheck prints them.
+ *
+ * This file depends on nothing of the library but log.h's level numbers and
+ * ocf_getenv, so gdscheck compiles it in and computes exactly what the
+ * library will.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "log.h"
+
+struct ocf_config ocf_cfg;
+
+#define F(field) offsetof(struct ocf_config, field), sizeof(((struct ocf_config *)0)->field)
+#define KB_MAX ((uint64_t)1 << 40) /* 1 PiB in KiB: "no limit" for sizes */
+
+static const char *const level_choices[] = {"NOTICE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", NULL};
+static const char *const priority_choices[] = {"default", "low", "med", "high", NULL};
+static const char *const lb_choices[] = {"RoundRobin", "RoundRobinMaxMin", NULL};
+
+#define NOTHING_HERE "accepted and reported; drives nothing here (no nvidia-fs/RDMA)"
+
+static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
+	[OCF_K_LOGGING_DIR] = {"logging.dir", OCF_CFG_STRING, "\"\"", 0, 0, F(logging_dir), NULL, NULL,
+			       "directory of cufile.log (empty: the working directory)"},
+	[OCF_K_LOGGING_LEVEL] = {"logging.level", OCF_CFG_STRING, "\"ERROR\"", 0, 0, F(logging_level),
+				 level_choices, "CUFILE_LOGGING_LEVEL", "log level"},
+	[OCF_K_LOGFILE_PATH] = {"env:CUFILE_LOGFILE_PATH", OCF_CFG_STRING, "\"\"", 0, 0, F(logfile_path), NULL,
+				"CUFILE_LOGFILE_PATH", "log file path (overrides logging.dir)"},
+	[OCF_K_PROFILE_NVTX] = {"profile.nvtx", OCF_CFG_BOOL, "false", 0, 0, F(nvtx), NULL, NULL,
+				"accepted and reported; no NVTX ranges are emitted"},
+	[OCF_K_PROFILE_CUFILE_STATS] = {"profile.cufile_stats", OCF_CFG_SIZE, "0", 0, 3, F(cufile_stats), NULL,
+					NULL, "statistics level at open"},
+	[OCF_K_EXEC_MAX_IO_QUEUE_DEPTH] = {"execution.max_io_queue_depth", OCF_CFG_SIZE, "128", 1, 65536,
+					   F(max_io_queue_depth), NULL, NULL,
+					   "accepted and reported; the serial engine queues nothing"},
+	[OCF_K_EXEC_MAX_IO_THREADS] = {"execution.max_io_threads", OCF_CFG_SIZE, "4", 0, 256, F(max_io_threads),
+				       NULL, NULL, "accepted and reported; the serial engine has no threads"},
+	[OCF_K_EXEC_PARALLEL_IO] = {"execution.parallel_io", OCF_CFG_BOOL, "true", 0, 0, F(parallel_io), NULL,
+				    NULL, "accepted and reported; the serial engine does not split I/O"},
+	[OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB] = {"execution.min_io_threshold_size_kb", OCF_CFG_SIZE, "8192", 4,
+						 KB_MAX, F(min_io_threshold_size_kb), NULL, NULL,
+						 "accepted and reported; the serial engine does not split I/O"},
+	[OCF_K_EXEC_MAX_REQUEST_PARALLELISM] = {"execution.max_request_parallelism", OCF_CFG_SIZE, "4", 0, 256,
+						F(max_request_parallelism), NULL, NULL,
+						"accepted and reported; the serial engine does not split I/O"},
+	[OCF_K_MAX_DIRECT_IO_SIZE_KB] = {"properties.max_direct_io_size_kb", OCF_CFG_SIZE, "16384", 4,
+					 (uint64_t)1 << 22, F(max_direct_io_size_kb), NULL, NULL,
+					 "reported in the driver properties"},
+	[OCF_K_MAX_DEVICE_CACHE_SIZE_KB] = {"properties.max_device_cache_size_kb", OCF_CFG_SIZE, "131072", 4,
+					    (uint64_t)1 << 30, F(max_device_cache_size_kb), NULL, NULL,
+					    "pinned staging memory per GPU (number of staging slots)"},
+	[OCF_K_PER_BUFFER_CACHE_SIZE_KB] = {"properties.per_buffer_cache_size_kb", OCF_CFG_SIZE, "1024", 4,
+					    (uint64_t)1 << 20, F(per_buffer_cache_size_kb), NULL, NULL,
+					    "reported in the driver properties (staging chunks are 4 MiB)"},
+	[OCF_K_MAX_DEVICE_PINNED_MEM_SIZE_KB] = {"properties.max_device_pinned_mem_size_kb", OCF_CFG_SIZE,
+						 "33554432", 4, KB_MAX, F(max_device_pinned_mem_size_kb), NULL,
+						 NULL, "reported in the driver properties (nothing is pinned)"},
+	[OCF_K_POSIX_POOL_SLAB_SIZE_KB] = {"properties.posix_pool_slab_size_kb", OCF_CFG_SIZE_ARRAY,
+					   "[4, 1024, 16384]", 4, (uint64_t)1 << 20, F(posix_pool_slab_size_kb),
+					   NULL, NULL, "accepted and reported; staging uses its own slots"},
+	[OCF_K_POSIX_POOL_SLAB_COUNT] = {"properties.posix_pool_slab_count", OCF_CFG_SIZE_ARRAY, "[128, 64, 64]",
+					 1, (uint64_t)1 << 20, F(posix_pool_slab_count), NULL, NULL,
+					 "accepted and reported; staging uses its own slots"},
+	[OCF_K_USE_POLL_MODE] = {"properties.use_poll_mode", OCF_CFG_BOOL, "false", 0, 0, F(use_poll_mode), NULL,
+				 NULL, "reported in the driver properties (all I/O is synchronous)"},
+	[OCF_K_POLL_MODE_MAX_SIZE_KB] = {"properties.poll_mode_max_size_kb", OCF_CFG_SIZE, "4", 0,
+					 (uint64_t)1 << 22, F(poll_threshold_size_kb), NULL, NULL,
+					 "reported in the driver properties"},
+	[OCF_K_USE_PCI_P2PDMA] = {"properties.use_pci_p2pdma", OCF_CFG_BOOL, "false", 0, 0, F(use_pci_p2pdma),
+				  NULL, NULL, "accepted and reported; no P2PDMA data path here"},
+	[OCF_K_ALLOW_COMPAT_MODE] = {"properties.allow_compat_mode", OCF_CFG_BOOL, "true", 0, 0,
+				     F(allow_compat_mode), NULL, "CUFILE_ALLOW_COMPAT_MODE",
+				     "reported in the driver properties; the POSIX path is the only one here"},
+	[OCF_K_FORCE_COMPAT_MODE] = {"properties.force_compat_mode", OCF_CFG_BOOL, "false", 0, 0,
+				     F(force_compat_mode), NULL, "CUFILE_FORCE_COMPAT_MODE",
+				     "accepted and reported; the POSIX path is the only one here"},
+	[OCF_K_GDS_RDMA_WRITE_SUPPORT] = {"properties.gds_rdma_write_support", OCF_CFG_BOOL, "true", 0, 0,
+					  F(gds_rdma_write_support), NULL, NULL, NOTHING_HERE},
+	[OCF_K_IO_BATCHSIZE] = {"properties.io_batchsize", OCF_CFG_SIZE, "128", 1, 4096, F(io_batchsize), NULL,
+				NULL, "largest batch (driver properties max_batch_io_size)"},
+	[OCF_K_IO_PRIORITY] = {"properties.io_priority", OCF_CFG_STRING, "\"default\"", 0, 0, F(io_priority),
+			       priority_choices, NULL, "accepted and reported; copies use default priority"},
+	[OCF_K_RDMA_DEV_ADDR_LIST] = {"properties.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+				      F(rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+	[OCF_K_RDMA_LOAD_BALANCING_POLICY] = {"properties.rdma_load_balancing_policy", OCF_CFG_STRING,
+					      "\"RoundRobin\"", 0, 0, F(rdma_load_balancing_policy), lb_choices,
+					      NULL, NOTHING_HERE},
+	[OCF_K_RDMA_DC_KEY] = {"properties.rdma_dc_key", OCF_CFG_STRING, "\"\"", 0, 0, F(rdma_dc_key), NULL, NULL,
+			       NOTHING_HERE},
+	[OCF_K_RDMA_ACCESS_MASK] = {"properties.rdma_access_mask", OCF_CFG_STRING, "\"0x1f\"", 0, 0,
+				    F(rdma_access_mask), NULL, NULL, NOTHING_HERE},
+	[OCF_K_RDMA_DYNAMIC_ROUTING] = {"properties.rdma_dynamic_routing", OCF_CFG_BOOL, "false", 0, 0,
+					F(rdma_dynamic_routing), NULL, NULL, NOTHING_HERE},
+	[OCF_K_RDMA_DYNAMIC_ROUTING_ORDER] = {"properties.rdma_dynamic_routing_order", OCF_CFG_STRING_ARRAY,
+					      "[\"GPU_MEM_NVLINKS\", \"GPU_MEM\", \"SYS_MEM\", \"P2P\"]", 0, 0,
+					      F(rdma_dynamic_routing_order), NULL, NULL, NOTHING_HERE},
+	[OCF_K_MAX_BATCH_IO_SIZE] = {"properties.max_batch_io_size", OCF_CFG_SIZE, "128", 1, 4096,
+				     F(max_batch_io_size), NULL, NULL,
+				     "accepted and reported; properties.io_batchsize is the batch limit"},
+	[OCF_K_MAX_BATCH_IO_TIMEOUT_MSECS] = {"properties.max_batch_io_timeout_msecs", OCF_CFG_SIZE, "5", 1,
+					      3600000, F(batch_io_timeout_ms), NULL, NULL,
+					      "reported in the driver properties"},
+	[OCF_K_PREFER_IOURING] = {"properties.prefer_iouring", OCF_CFG_BOOL, "false", 0, 0, F(prefer_iouring), NULL,
+				  NULL, "accepted and reported; the serial engine uses pread/pwrite"},
+	[OCF_K_FORCE_ODIRECT_MODE] = {"properties.force_odirect_mode", OCF_CFG_BOOL, "false", 0, 0,
+				      F(force_odirect_mode), NULL, NULL,
+				      "accepted and reported; the caller's open flags decide O_DIRECT"},
+	[OCF_K_ALLOW_SYSTEM_MEMORY] = {"properties.allow_system_memory", OCF_CFG_BOOL, "true", 0, 0,
+				       F(allow_system_memory), NULL, NULL,
+				       "accepted and reported; host memory is always accepted"},
+	[OCF_K_SKIP_TOPOLOGY_DETECTION] = {"properties.skip_topology_detection", OCF_CFG_BOOL, "false", 0, 0,
+					   F(skip_topology_detection), NULL, NULL,
+					   "accepted and reported; no topology is detected"},
+	[OCF_K_STREAM_MEMOPS_BYPASS] = {"properties.stream_memops_bypass", OCF_CFG_BOOL, "false", 0, 0,
+					F(stream_memops_bypass), NULL, NULL, "accepted and reported"},
+	[OCF_K_FS_GENERIC_POSIX_UNALIGNED_WRITES] = {"fs.generic.posix_unaligned_writes", OCF_CFG_BOOL, "false",
+						     0, 0, F(posix_unaligned_writes), NULL, NULL,
+						     "accepted and reported; unaligned pieces always go through "
+						     "a buffered descriptor"},
+	[OCF_K_FS_BEEGFS_POSIX_GDS_MIN_KB] = {"fs.beegfs.posix_gds_min_kb", OCF_CFG_SIZE, "0", 0, KB_MAX,
+					      F(beegfs_posix_gds_min_kb), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_BEEGFS_RDMA_DEV_ADDR_LIST] = {"fs.beegfs.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+						F(beegfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_BEEGFS_MOUNT_TABLE] = {"fs.beegfs.mount_table", OCF_CFG_OBJECT, "{}", 0, 0,
+					 F(beegfs_mount_table), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_LUSTRE_POSIX_GDS_MIN_KB] = {"fs.lustre.posix_gds_min_kb", OCF_CFG_SIZE, "0", 0, KB_MAX,
+					      F(lustre_posix_gds_min_kb), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_LUSTRE_RDMA_DEV_ADDR_LIST] = {"fs.lustre.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+						F(lustre_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_LUSTRE_MOUNT_TABLE] = {"fs.lustre.mount_table", OCF_CFG_OBJECT, "{}", 0, 0,
+					 F(lustre_mount_table), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_NFS_RDMA_DEV_ADDR_LIST] = {"fs.nfs.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+					     F(nfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_NFS_MOUNT_TABLE] = {"fs.nfs.mount_table", OCF_CFG_OBJECT, "{}", 0, 0, F(nfs_mount_table), NULL,
+				      NULL, NOTHING_HERE},
+	[OCF_K_FS_GPFS_GDS_WRITE_SUPPORT] = {"fs.gpfs.gds_write_support", OCF_CFG_BOOL, "false", 0, 0,
+					     F(gpfs_gds_write_support), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_GPFS_GDS_ASYNC_SUPPORT] = {"fs.gpfs.gds_async_support", OCF_CFG_BOOL, "true", 0, 0,
+					     F(gpfs_gds_async_support), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_GPFS_RDMA_DEV_ADDR_LIST] = {"fs.gpfs.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+					      F(gpfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_GPFS_MOUNT_TABLE] = {"fs.gpfs.mount_table", OCF_CFG_OBJECT, "{}", 0, 0, F(gpfs_mount_table),
+				       NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_WEKA_RDMA_WRITE_SUPPORT] = {"fs.weka.rdma_write_support", OCF_CFG_BOOL, "false", 0, 0,
+					      F(weka_rdma_write_support), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_WEKA_RDMA_DEV_ADDR_LIST] = {"fs.weka.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+					      F(weka_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+	[OCF_K_FS_WEKA_MOUNT_TABLE] = {"fs.weka.mount_table", OCF_CFG_OBJECT, "{}", 0, 0, F(weka_mount_table),
+				       NULL, NULL, NOTHING_HERE},
+	[OCF_K_DENYLIST_DRIVERS] = {"denylist.drivers", OCF_CFG_STRING_ARRAY, "[]", 0, 0, F(denylist_drivers),
+				    NULL, NULL, NOTHING_HERE},
+	[OCF_K_DENYLIST_DEVICES] = {"denylist.devices", OCF_CFG_STRING_ARRAY, "[]", 0, 0, F(denylist_devices),
+				    NULL, NULL, "accepted and reported; every device takes the POSIX path"},
+	[OCF_K_DENYLIST_MOUNTS] = {"denylist.mounts", OCF_CFG_STRING_ARRAY, "[]", 0, 0, F(denylist_mounts), NULL,
+				   NULL, "accepted and reported; every mount takes the POSIX path"},
+	[OCF_K_DENYLIST_FILESYSTEMS] = {"denylist.filesystems", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
+					F(denylist_filesystems), NULL, NULL,
+					"accepted and reported; every file system takes the POSIX path"},
+	[OCF_K_MISC_API_CHECK_AGGRESSIVE] = {"miscellaneous.api_check_aggressive", OCF_CFG_BOOL, "false", 0, 0,
+					     F(api_check_aggressive), NULL, NULL,
+					     "accepted and reported; arguments are always fully checked"},
+};
+
+const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k)
+{
+	if ((unsigned)k >= OCF_K_COUNT)
+		return NULL;
+	return &keys[k];
+}
+
+static bool env_only(const struct ocf_cfg_key_info *ki) { return strncmp(ki->path, "env:", 4) == 0; }
+
+static void *field(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki) { return (char *)cfg + ki->offset; }
+static const void *cfield(const struct ocf_config *cfg, const struct ocf_cfg_key_info *ki)
+{
+	return (const char *)cfg + ki->offset;
+}
+
+static void diag(struct ocf_cfg_diags *d, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void diag(struct ocf_cfg_diags *d, int level, const char *fmt, ...)
+{
+	if (!d)
+		return;
+	if (d->n >= OCF_CFG_MAX_DIAG) {
+		d->dropped++;
+		return;
+	}
+	struct ocf_cfg_diag *e = &d->d[d->n++];
+	e->level = level;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------ values */
+
+/* Validates v for key ki and, only when all of it is valid, stores it.
+ * Returns 0, or -1 with a reason in why. */
+static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki, struct json_object *v, char *why,
+		      size_t wlen)
+{
+	enum json_type t = json_object_get_type(v);
+	switch (ki->type) {
+	case OCF_CFG_BOOL:
+		if (t != json_type_boolean) {
+			snprintf(why, wlen, "expected true or false, found %s", json_type_to_name(t));
+			return -1;
+		}
+		*(bool *)field(cfg, ki) = json_object_get_boolean(v);
+		return 0;
+	case OCF_CFG_SIZE: {
+		if (t != json_type_int) {
+			snprintf(why, wlen, "expected an integer, found %s", json_type_to_name(t));
+			return -1;
+		}
+		int64_t x = json_object_get_int64(v);
+		if (x < 0 || (uint64_t)x < ki->min || (uint64_t)x > ki->max) {
+			snprintf(why, wlen, "%s is out of range [%" PRIu64 ", %" PRIu64 "]",
+				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), ki->min, ki->max);
+			return -1;
+		}
+		*(size_t *)field(cfg, ki) = (size_t)x;
+		return 0;
+	}
+	case OCF_CFG_STRING: {
+		if (t != json_type_string) {
+			snprintf(why, wlen, "expected a string, found %s", json_type_to_name(t));
+			return -1;
+		}
+		const char *s = json_object_get_string(v);
+		size_t n = (size_t)json_object_get_string_len(v);
+		if (n >= ki->size || strlen(s) != n) {
+			snprintf(why, wlen, "string is too long (at most %zu bytes) or holds a NUL", ki->size - 1);
+			return -1;
+		}
+		if (ki->choices) {
+			for (const char *const *c = ki->choices; *c; c++) {
+				if (strcasecmp(s, *c) == 0) {
+					snprintf(field(cfg, ki), ki->size, "%s", *c);
+					return 0;
+				}
+			}
+			int o = snprintf(why, wlen, "\"%.40s\" is not one of", s);
+			for (const char *const *c = ki->choices; *c && o > 0 && (size_t)o < wlen; c++)
+				o += snprintf(why + o, wlen - (size_t)o, " %s", *c);
+			return -1;
+		}
+		memcpy(field(cfg, ki), s, n + 1);
+		return 0;
+	}
+	case OCF_CFG_SIZE_ARRAY: {
+		if (t != json_type_array) {
+			snprintf(why, wlen, "expected an array of integers, found %s", json_type_to_name(t));
+			return -1;
+		}
+		size_t n = json_object_array_length(v);
+		if (n < 1 || n > OCF_CFG_ARRAY_MAX) {
+			snprintf(why, wlen, "array must hold 1 to %d integers, found %zu", OCF_CFG_ARRAY_MAX, n);
+			return -1;
+		}
+		struct ocf_size_array a = {.n = n};
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *e = json_object_array_get_idx(v, i);
+			int64_t x = json_object_get_int64(e);
+			if (json_object_get_type(e) != json_type_int || x < 0 || (uint64_t)x < ki->min ||
+			    (uint64_t)x > ki->max) {
+				snprintf(why, wlen, "element %zu must be an integer in [%" PRIu64 ", %" PRIu64 "]", i,
+					 ki->min, ki->max);
+				return -1;
+			}
+			a.v[i] = (size_t)x;
+		}
+		*(struct ocf_size_array *)field(cfg, ki) = a;
+		return 0;
+	}
+	case OCF_CFG_STRING_ARRAY:
+	case OCF_CFG_OBJECT: {
+		if (ki->type == OCF_CFG_OBJECT && t != json_type_object) {
+			snprintf(why, wlen, "expected an object, found %s", json_type_to_name(t));
+			return -1;
+		}
+		if (ki->type == OCF_CFG_STRING_ARRAY) {
+			if (t != json_type_array) {
+				snprintf(why, wlen, "expected an array of strings, found %s", json_type_to_name(t));
+				return -1;
+			}
+			for (size_t i = 0; i < json_object_array_length(v); i++) {
+				if (json_object_get_type(json_object_array_get_idx(v, i)) != json_type_string) {
+					snprintf(why, wlen, "element %zu is not a string", i);
+					return -1;
+				}
+			}
+		}
+		const char *txt =
+			json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+		if (!txt || strlen(txt) >= ki->size) {
+			snprintf(why, wlen, "value is too long (at most %zu bytes as JSON)", ki->size - 1);
+			return -1;
+		}
+		memcpy(field(cfg, ki), txt, strlen(txt) + 1);
+		return 0;
+	}
+	}
+	snprintf(why, wlen, "unknown type");
+	return -1;
+}
+
+void config_load_defaults(struct ocf_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (int k = 0; k < OCF_K_COUNT; k++) {
+		const struct ocf_cfg_key_info *ki = &keys[k];
+		struct json_object *v = json_tokener_parse(ki->def);
+		char why[160];
+		/* A default that does not validate is a bug of the table;
+		 * test_config_defaults_match_nvidia_stock_file catches it. */
+		if (!v || apply_json(cfg, ki, v, why, sizeof(why)) != 0)
+			abort();
+		json_object_put(v);
+		cfg->source[k] = OCF_SRC_DEFAULT;
+	}
+	cfg->staging_chunk_kb = 4096;
+	cfg->staging_budget_kb = 1024 * 1024;
+	cfg->io_threads = 0; /* 0: one per online CPU, at most 16 */
+	cfg->min_chunk_kb = 1024;
+}
+
+/* ------------------------------------------------------- locating keys */
+
+static size_t skip_space(const char *t, size_t n, size_t i)
+{
+	while (i < n) {
+		char c = t[i];
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			i++;
+		} else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+			while (i < n && t[i] != '\n')
+				i++;
+		} else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+			i += 2;
+			while (i + 1 < n && !(t[i] == '*' && t[i + 1] == '/'))
+				i++;
+			i = i + 1 < n ? i + 2 : n;
+		} else {
+			break;
+		}
+	}
+	return i;
+}
+
+/* t[i] is '"'; returns the index after the closing quote. */
+static size_t skip_string(const char *t, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (t[i] == '\\')
+			i++;
+		else if (t[i] == '"')
+			return i + 1;
+	}
+	return n;
+}
+
+/* Finds, from *pos, a member name equal to name[0..nlen) followed by ':'.
+ * On success *pos is just after the ':' and *at is the name's offset. */
+static bool find_member(const char *t, size_t n, size_t *pos, const char *name, size_t nlen, size_t *at)
+{
+	size_t i = *pos;
+	while (i < n) {
+		i = skip_space(t, n, i);
+		if (i >= n)
+			break;
+		if (t[i] != '"') {
+			i++;
+			continue;
+		}
+		size_t s = i, e = skip_string(t, n, i);
+		size_t j = skip_space(t, n, e);
+		if (j < n && t[j] == ':' && e - s - 2 == nlen && memcmp(t + s + 1, name, nlen) == 0) {
+			*pos = j + 1;
+			*at = s;
+			return true;
+		}
+		i = e;
+	}
+	return false;
+}
+
+static int line_of(const char *t, size_t n, size_t off)
+{
+	int line = 1;
+	for (size_t i = 0; i < off && i < n; i++)
+		if (t[i] == '\n')
+			line++;
+	return line;
+}
+
+/* Line of the member named by the dotted path, 0 when not found. */
+static int locate_path(const char *t, size_t n, const char *path)
+{
+	size_t pos = 0, at = 0;
+	const char *p = path;
+	while (*p) {
+		const char *dot = strchr(p, '.');
+		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		if (!find_member(t, n, &pos, p, len, &at))
+			return 0;
+		p += len;
+		if (*p == '.')
+			p++;
+	}
+	return line_of(t, n, at);
+}
+
+/* --------------------------------------------------------- the file */
+
+struct parse_ctx {
+	struct ocf_config *cfg;
+	const char *text;
+	size_t len;
+	const char *name;
+	struct ocf_cfg_diags *diags;
+};
+
+static int find_key(const char *path)
+{
+	for (int k = 0; k < OCF_K_COUNT; k++)
+		if (!env_only(&keys[k]) && strcmp(keys[k].path, path) == 0)
+			return k;
+	return -1;
+}
+
+static bool is_section(const char *path)
+{
+	size_t n = strlen(path);
+	for (int k = 0; k < OCF_K_COUNT; k++)
+		if (strncmp(keys[k].path, path, n) == 0 && keys[k].path[n] == '.')
+			return true;
+	return false;
+}
+
+static void walk(struct parse_ctx *c, struct json_object *obj, const char *prefix)
+{
+	json_object_object_foreach(obj, name, v)
+	{
+		char path[256];
+		int pl = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", name);
+		bool fits = pl > 0 && (size_t)pl < sizeof(path);
+		int line = fits ? locate_path(c->text, c->len, path) : 0;
+		int k = fits ? find_key(path) : -1;
+		if (k >= 0) {
+			char why[200];
+			if (apply_json(c->cfg, &keys[k], v, why, sizeof(why)) == 0) {
+				c->cfg->source[k] = OCF_SRC_FILE;
+			} else {
+				char def[96];
+				config_format_value(c->cfg, (enum ocf_cfg_key)k, def, sizeof(def));
+				diag(c->diags, OCF_LOG_ERROR, "%s:%d: %s: %s; using %s", c->name, line, path, why, def);
+			}
+		} else if (fits && is_section(path)) {
+			if (json_object_get_type(v) == json_type_object)
+				walk(c, v, path);
+			else
+				diag(c->diags, OCF_LOG_ERROR, "%s:%d: %s: expected an object (a section), found %s; "
+					       "using the defaults of its keys", c->name, line, path,
+				     json_type_to_name(json_object_get_type(v)));
+		} else {
+			diag(c->diags, OCF_LOG_WARN, "%s:%d: unknown key \"%.200s\" ignored", c->name, line, path);
+		}
+	}
+}
+
+int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, const char *name,
+		      struct ocf_cfg_diags *diags)
+{
+	if (len > INT32_MAX) {
+		diag(diags, OCF_LOG_ERROR, "%s: file too large; using built-in defaults", name);
+		return -EINVAL;
+	}
+	struct json_tokener *tok = json_tokener_new();
+	if (!tok)
+		return -ENOMEM;
+	struct json_object *root = json_tokener_parse_ex(tok, text, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	const char *what = NULL;
+	if (!root) {
+		what = jerr == json_tokener_continue ? "unexpected end of file" : json_tokener_error_desc(jerr);
+		if (jerr == json_tokener_continue)
+			end = len;
+	} else if (skip_space(text, len, end) < len) {
+		what = "unexpected text after the top-level object";
+		end = skip_space(text, len, end);
+	} else if (json_object_get_type(root) != json_type_object) {
+		what = "the top level is not an object";
+		end = 0;
+	}
+	if (what) {
+		/* The tokener stops one past the offending character. */
+		size_t at = end > 0 && root == NULL && jerr != json_tokener_continue ? end - 1 : end;
+		diag(diags, OCF_LOG_ERROR, "%s:%d: not valid JSON: %s; using built-in defaults for every key", name,
+		     line_of(text, len, at), what);
+		json_object_put(root);
+		return -EINVAL;
+	}
+	struct parse_ctx c = {cfg, text, len, name, diags};
+	walk(&c, root, "");
+	json_object_put(root);
+
+	/* Cross-key rule: the two slab arrays describe one pool. */
+	if (cfg->posix_pool_slab_size_kb.n != cfg->posix_pool_slab_count.n) {
+		struct ocf_config d;
+		config_load_defaults(&d);
+		diag(diags, OCF_LOG_ERROR,
+		     "%s:%d: properties.posix_pool_slab_size_kb has %zu elements but posix_pool_slab_count has %zu; "
+		     "using the defaults of both",
+		     name, locate_path(text, len, "properties.posix_pool_slab_count"),
+		     cfg->posix_pool_slab_size_kb.n, cfg->posix_pool_slab_count.n);
+		cfg->posix_pool_slab_size_kb = d.posix_pool_slab_size_kb;
+		cfg->posix_pool_slab_count = d.posix_pool_slab_count;
+		cfg->source[OCF_K_POSIX_POOL_SLAB_SIZE_KB] = OCF_SRC_DEFAULT;
+		cfg->source[OCF_K_POSIX_POOL_SLAB_COUNT] = OCF_SRC_DEFAULT;
+	}
+	return 0;
+}
+
+#define OCF_CFG_FILE_MAX (1u << 20)
+
+const char *config_file_path(void)
+{
+	const char *p = ocf_getenv("CUFILE_ENV_PATH_JSON");
+	return p && *p ? p : "/etc/cufile.json";
+}
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = 0;
+	char *buf = NULL;
+	if (fstat(fd, &st) != 0) {
+		r = -errno;
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto out_close;
+	}
+	if (st.st_size > OCF_CFG_FILE_MAX) {
+		r = -EFBIG;
+		goto out_close;
+	}
+	buf = malloc(OCF_CFG_FILE_MAX + 1);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out_close;
+	}
+	size_t n = 0;
+	for (;;) {
+		ssize_t got = read(fd, buf + n, OCF_CFG_FILE_MAX + 1 - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			r = -errno;
+			goto out_free;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+		if (n > OCF_CFG_FILE_MAX) {
+			r = -EFBIG;
+			goto out_free;
+		}
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	close(fd);
+	return 0;
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return r;
+}
+
+/* ------------------------------------------------------- environment */
+
+static int parse_bool_word(const char *s, bool *out)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on", "y"};
+	static const char *const no[] = {"0", "false", "no", "off", "n"};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
+{
+	for (int k = 0; k < OCF_K_COUNT; k++) {
+		const struct ocf_cfg_key_info *ki = &keys[k];
+		if (!ki->env)
+			continue;
+		const char *s = ocf_getenv(ki->env);
+		if (!s || !*s)
+			continue;
+		int ok = -1;
+		char why[200] = "";
+		if (ki->type == OCF_CFG_BOOL) {
+			bool b;
+			ok = parse_bool_word(s, &b);
+			if (ok == 0)
+				*(bool *)field(cfg, ki) = b;
+			else
+				snprintf(why, sizeof(why), "expected true/false/1/0");
+		} else if (ki->type == OCF_CFG_STRING) {
+			struct json_object *v = json_object_new_string(s);
+			ok = v ? apply_json(cfg, ki, v, why, sizeof(why)) : -1;
+			json_object_put(v);
+		} else if (ki->type == OCF_CFG_SIZE) {
+			char *end;
+			errno = 0;
+			unsigned long long x = strtoull(s, &end, 0);
+			if (errno == 0 && *end == '\0' && s[0] != '-' && x >= ki->min && x <= ki->max) {
+				*(size_t *)field(cfg, ki) = (size_t)x;
+				ok = 0;
+			} else {
+				snprintf(why, sizeof(why), "expected an integer in [%" PRIu64 ", %" PRIu64 "]", ki->min,
+					 ki->max);
+			}
+		}
+		if (ok == 0)
+			cfg->source[k] = OCF_SRC_ENV;
+		else
+			diag(diags, OCF_LOG_ERROR, "environment %s=\"%.60s\": %s; ignored", ki->env, s, why);
+	}
+}
+
+void config_load(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
+{
+	config_load_defaults(cfg);
+	const char *env_path = ocf_getenv("CUFILE_ENV_PATH_JSON");
+	const char *path = config_file_path();
+	snprintf(cfg->file_path, sizeof(cfg->file_path), "%s", path);
+	char *text = NULL;
+	size_t len = 0;
+	int r = read_file(path, &text, &len);
+	if (r == 0) {
+		cfg->file_ok = config_parse_text(cfg, text, len, path, diags) == 0;
+		free(text);
+	} else if (r == -ENOENT && !(env_path && *env_path)) {
+		/* No /etc/cufile.json: built-in defaults, as documented. */
+		cfg->file_path[0] = '\0';
+	} else {
+		diag(diags, OCF_LOG_ERROR, "%s: cannot read the configuration file (%s); using built-in defaults",
+		     path, r == -EINVAL ? "not a regular file" : strerror(-r));
+	}
+	config_apply_env(cfg, diags);
+}
+
+/* ------------------------------------------------------- accessors */
+
+size_t config_get_size(const struct ocf_config *cfg, enum ocf_cfg_key k)
+{
+	return keys[k].type == OCF_CFG_SIZE ? *(const size_t *)cfield(cfg, &keys[k]) : 0;
+}
+
+bool config_get_bool(const struct ocf_config *cfg, enum ocf_cfg_key k)
+{
+	return keys[k].type == OCF_CFG_BOOL ? *(const bool *)cfield(cfg, &keys[k]) : false;
+}
+
+const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k)
+{
+	return keys[k].type == OCF_CFG_STRING ? (const char *)cfield(cfg, &keys[k]) : "";
+}
+
+/* Used by config_stage.c: validates and stores one value of any table type
+ * given as a json-c object. */
+int config_set_json(struct ocf_config *cfg, enum ocf_cfg_key k, struct json_object *v, char *why, size_t wlen);
+int config_set_json(struct ocf_config *cfg, enum ocf_cfg_key k, struct json_object *v, char *why, size_t wlen)
+{
+	return apply_json(cfg, &keys[k], v, why, wlen);
+}
+
+void config_format_value(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len)
+{
+	const struct ocf_cfg_key_info *ki = &keys[k];
+	const void *f = cfield(cfg, ki);
+	switch (ki->type) {
+	case OCF_CFG_BOOL:
+		snprintf(buf, len, "%s", *(const bool *)f ? "true" : "false");
+		break;
+	case OCF_CFG_SIZE:
+		snprintf(buf, len, "%zu", *(const size_t *)f);
+		break;
+	case OCF_CFG_STRING:
+		snprintf(buf, len, "\"%s\"", (const char *)f);
+		break;
+	case OCF_CFG_SIZE_ARRAY: {
+		const struct ocf_size_array *a = f;
+		int o = snprintf(buf, len, "[");
+		for (size_t i = 0; i < a->n && o > 0 && (size_t)o < len; i++)
+			o += snprintf(buf + o, len - (size_t)o, "%s%zu", i ? ", " : "", a->v[i]);
+		if (o > 0 && (size_t)o < len)
+			snprintf(buf + o, len - (size_t)o, "]");
+		break;
+	}
+	case OCF_CFG_STRING_ARRAY:
+	case OCF_CFG_OBJECT:
+		snprintf(buf, len, "%s", (const char *)f);
+		break;
+	}
+}
+
+const char *config_source_name(enum ocf_cfg_source s)
+{
+	switch (s) {
+	case OCF_SRC_DEFAULT: return "default";
+	case OCF_SRC_FILE: return "file";
+	case OCF_SRC_ENV: return "environment";
+	case OCF_SRC_SETTER: return "setter";
+	}
+	return "?";
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.h - the configuration of the library: cufile.json, environment,
+ * parameter setters, and where each effective value came from.
+ *
+ * Every key of the cufile.json format is one row of a table (config.c)
+ * {json path, type, default, min, max, field}.  A struct ocf_config holds
+ * one value per row plus the row's source.  Sizes are in KiB as in the file.
+ */
+#ifndef OCF_CONFIG_H_
+#define OCF_CONFIG_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OCF_CFG_ARRAY_MAX 16  /* longest posix_pool_slab_* array */
+#define OCF_CFG_LIST_LEN 1024 /* string arrays and objects, kept as JSON text */
+
+/* Where an effective value came from, in increasing precedence. */
+enum ocf_cfg_source {
+	OCF_SRC_DEFAULT = 0,
+	OCF_SRC_FILE,
+	OCF_SRC_ENV,
+	OCF_SRC_SETTER,
+};
+
+enum ocf_cfg_type {
+	OCF_CFG_BOOL,         /* bool */
+	OCF_CFG_SIZE,         /* size_t, JSON integer within [min, max] */
+	OCF_CFG_STRING,       /* char[], JSON string (optionally from a fixed set) */
+	OCF_CFG_SIZE_ARRAY,   /* struct ocf_size_array, JSON array of integers */
+	OCF_CFG_STRING_ARRAY, /* char[], JSON array of strings, kept as JSON text */
+	OCF_CFG_OBJECT,       /* char[], any JSON object (mount_table), as text */
+};
+
+/* Keys, in table order.  Only those code outside config.c names are listed
+ * by name; the rest are reached through the table. */
+enum ocf_cfg_key {
+	OCF_K_LOGGING_DIR,
+	OCF_K_LOGGING_LEVEL,
+	OCF_K_LOGFILE_PATH, /* no JSON key: CUFILE_LOGFILE_PATH or the setter */
+	OCF_K_PROFILE_NVTX,
+	OCF_K_PROFILE_CUFILE_STATS,
+	OCF_K_EXEC_MAX_IO_QUEUE_DEPTH,
+	OCF_K_EXEC_MAX_IO_THREADS,
+	OCF_K_EXEC_PARALLEL_IO,
+	OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB,
+	OCF_K_EXEC_MAX_REQUEST_PARALLELISM,
+	OCF_K_MAX_DIRECT_IO_SIZE_KB,
+	OCF_K_MAX_DEVICE_CACHE_SIZE_KB,
+	OCF_K_PER_BUFFER_CACHE_SIZE_KB,
+	OCF_K_MAX_DEVICE_PINNED_MEM_SIZE_KB,
+	OCF_K_POSIX_POOL_SLAB_SIZE_KB,
+	OCF_K_POSIX_POOL_SLAB_COUNT,
+	OCF_K_USE_POLL_MODE,
+	OCF_K_POLL_MODE_MAX_SIZE_KB,
+	OCF_K_USE_PCI_P2PDMA,
+	OCF_K_ALLOW_COMPAT_MODE,
+	OCF_K_FORCE_COMPAT_MODE,
+	OCF_K_GDS_RDMA_WRITE_SUPPORT,
+	OCF_K_IO_BATCHSIZE,
+	OCF_K_IO_PRIORITY,
+	OCF_K_RDMA_DEV_ADDR_LIST,
+	OCF_K_RDMA_LOAD_BALANCING_POLICY,
+	OCF_K_RDMA_DC_KEY,
+	OCF_K_RDMA_ACCESS_MASK,
+	OCF_K_RDMA_DYNAMIC_ROUTING,
+	OCF_K_RDMA_DYNAMIC_ROUTING_ORDER,
+	OCF_K_MAX_BATCH_IO_SIZE,
+	OCF_K_MAX_BATCH_IO_TIMEOUT_MSECS,
+	OCF_K_PREFER_IOURING,
+	OCF_K_FORCE_ODIRECT_MODE,
+	OCF_K_ALLOW_SYSTEM_MEMORY,
+	OCF_K_SKIP_TOPOLOGY_DETECTION,
+	OCF_K_STREAM_MEMOPS_BYPASS,
+	OCF_K_FS_GENERIC_POSIX_UNALIGNED_WRITES,
+	OCF_K_FS_BEEGFS_POSIX_GDS_MIN_KB,
+	OCF_K_FS_BEEGFS_RDMA_DEV_ADDR_LIST,
+	OCF_K_FS_BEEGFS_MOUNT_TABLE,
+	OCF_K_FS_LUSTRE_POSIX_GDS_MIN_KB,
+	OCF_K_FS_LUSTRE_RDMA_DEV_ADDR_LIST,
+	OCF_K_FS_LUSTRE_MOUNT_TABLE,
+	OCF_K_FS_NFS_RDMA_DEV_ADDR_LIST,
+	OCF_K_FS_NFS_MOUNT_TABLE,
+	OCF_K_FS_GPFS_GDS_WRITE_SUPPORT,
+	OCF_K_FS_GPFS_GDS_ASYNC_SUPPORT,
+	OCF_K_FS_GPFS_RDMA_DEV_ADDR_LIST,
+	OCF_K_FS_GPFS_MOUNT_TABLE,
+	OCF_K_FS_WEKA_RDMA_WRITE_SUPPORT,
+	OCF_K_FS_WEKA_RDMA_DEV_ADDR_LIST,
+	OCF_K_FS_WEKA_MOUNT_TABLE,
+	OCF_K_DENYLIST_DRIVERS,
+	OCF_K_DENYLIST_DEVICES,
+	OCF_K_DENYLIST_MOUNTS,
+	OCF_K_DENYLIST_FILESYSTEMS,
+	OCF_K_MISC_API_CHECK_AGGRESSIVE,
+	OCF_K_COUNT
+};
+
+struct ocf_size_array {
+	size_t n;
+	size_t v[OCF_CFG_ARRAY_MAX];
+};
+
+struct ocf_config {
+	/* logging */
+	char logging_level[16];
+	char logging_dir[4096];
+	char logfile_path[4096];
+	/* profile */
+	bool nvtx;
+	size_t cufile_stats;
+	/* execution */
+	size_t max_io_queue_depth;
+	size_t max_io_threads;
+	bool parallel_io;
+	size_t min_io_threshold_size_kb;
+	size_t max_request_parallelism;
+	/* properties */
+	size_t max_direct_io_size_kb;
+	size_t max_device_cache_size_kb;
+	size_t per_buffer_cache_size_kb;
+	size_t max_device_pinned_mem_size_kb;
+	struct ocf_size_array posix_pool_slab_size_kb;
+	struct ocf_size_array posix_pool_slab_count;
+	bool use_poll_mode;
+	size_t poll_threshold_size_kb; /* properties.poll_mode_max_size_kb */
+	bool use_pci_p2pdma;
+	bool allow_compat_mode;
+	bool force_compat_mode;
+	bool gds_rdma_write_support;
+	size_t io_batchsize;
+	char io_priority[16];
+	char rdma_dev_addr_list[OCF_CFG_LIST_LEN];
+	char rdma_load_balancing_policy[32];
+	char rdma_dc_key[32];
+	char rdma_access_mask[32];
+	bool rdma_dynamic_routing;
+	char rdma_dynamic_routing_order[OCF_CFG_LIST_LEN];
+	size_t max_batch_io_size;
+	size_t batch_io_timeout_ms; /* properties.max_batch_io_timeout_msecs */
+	bool prefer_iouring;
+	bool force_odirect_mode;
+	bool allow_system_memory;
+	bool skip_topology_detection;
+	bool stream_memops_bypass;
+	/* fs */
+	bool posix_unaligned_writes;
+	size_t beegfs_posix_gds_min_kb;
+	char beegfs_rdma_dev_addr_list[OCF_CFG_LIST_LEN];
+	char beegfs_mount_table[OCF_CFG_LIST_LEN];
+	size_t lustre_posix_gds_min_kb;
+	char lustre_rdma_dev_addr_list[OCF_CFG_LIST_LEN];
+	char lustre_mount_table[OCF_CFG_LIST_LEN];
+	char nfs_rdma_dev_addr_list[OCF_CFG_LIST_LEN];
+	char nfs_mount_table[OCF_CFG_LIST_LEN];
+	bool gpfs_gds_write_support;
+	bool gpfs_gds_async_support;
+	char gpfs_rdma_dev_addr_list[OCF_CFG_LIST_LEN];
+	char gpfs_mount_table[OCF_CFG_LIST_LEN];
+	bool weka_rdma_write_support;
+	char weka_rdma_dev_addr_list[OCF_CFG_LIST_LEN];
+	char weka_mount_table[OCF_CFG_LIST_LEN];
+	/* denylist */
+	char denylist_drivers[OCF_CFG_LIST_LEN];
+	char denylist_devices[OCF_CFG_LIST_LEN];
+	char denylist_mounts[OCF_CFG_LIST_LEN];
+	char denylist_filesystems[OCF_CFG_LIST_LEN];
+	/* miscellaneous */
+	bool api_check_aggressive;
+
+	/* Not in cufile.json: the staging engine's chunk.  4 MiB: large enough
+	 * that the per-chunk syscall and copy-launch costs are amortised,
+	 * small enough that the pool bounded by max_device_cache_size_kb holds
+	 * many of them. */
+	size_t staging_chunk_kb;
+	size_t staging_budget_kb;  /* pinned staging memory per GPU, at most */
+	size_t io_threads;         /* engine worker threads */
+	size_t min_chunk_kb;       /* smallest piece a request is split into */
+
+	/* Where each value came from (enum ocf_cfg_source), by key. */
+	unsigned char source[OCF_K_COUNT];
+	/* The file read ("" when none), and whether it was read without error. */
+	char file_path[4096];
+	bool file_ok;
+};
+
+/* One row of the table. */
+struct ocf_cfg_key_info {
+	const char *path;   /* "properties.max_direct_io_size_kb"; env-only keys: "(env) NAME" */
+	enum ocf_cfg_type type;
+	const char *def;    /* default, as JSON text */
+	uint64_t min, max;  /* SIZE: value range; SIZE_ARRAY: element range */
+	size_t offset, size;
+	const char *const *choices; /* STRING: allowed values (NULL: any) */
+	const char *env;    /* environment variable overriding it, or NULL */
+	const char *drives; /* what it does here, for docs and gdscheck */
+};
+
+const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k);
+
+/* The configuration in force; written only under the driver's state lock
+ * while the driver opens (no I/O is in flight then) and by the property
+ * setters (single size_t/bool stores), read freely afterwards. */
+extern struct ocf_config ocf_cfg;
+
+/* Messages produced while loading, kept so that they can be logged once the
+ * log itself is configured, and printed by gdscheck. */
+#define OCF_CFG_MAX_DIAG 64
+struct ocf_cfg_diag {
+	int level; /* OCF_LOG_ERROR or OCF_LOG_WARN */
+	char msg[320];
+};
+struct ocf_cfg_diags {
+	int n;
+	int dropped;
+	struct ocf_cfg_diag d[OCF_CFG_MAX_DIAG];
+};
+
+void config_load_defaults(struct ocf_config *cfg);
+
+/* Loads defaults, then the file (CUFILE_ENV_PATH_JSON, else /etc/cufile.json,
+ * if it exists), then the environment.  Never fails: a bad value falls back
+ * to the default of that key; problems are appended to diags (may be NULL). */
+void config_load(struct ocf_config *cfg, struct ocf_cfg_diags *diags);
+
+/* Parses cufile.json text into cfg over its current values (source FILE).
+ * `name` names the file in messages.  Returns 0, or -EINVAL when the text
+ * is not valid JSON (cfg is then untouched). */
+int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, const char *name,
+		      struct ocf_cfg_diags *diags);
+
+/* Applies the environment over cfg (source ENV). */
+void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags);
+
+/* Parameter setters stage values here while the driver is closed; every
+ * later open applies them over file and environment (source SETTER).
+ * Callers serialise through the driver's state lock. */
+int config_stage_size(enum ocf_cfg_key k, size_t v);     /* 0, -EINVAL, -ERANGE */
+int config_stage_bool(enum ocf_cfg_key k, bool v);
+int config_stage_string(enum ocf_cfg_key k, const char *s);
+int config_stage_slabs(const size_t *sizes, const size_t *counts, size_t n);
+/* The value of key k the next open would use (file + environment + staged
+ * values) copied to out (size must be the field's size), and its source.
+ * The file is read at the first call after each open/close. */
+int config_preview_get(enum ocf_cfg_key k, void *out, size_t size, enum ocf_cfg_source *src);
+/* Overlays staged values on cfg. */
+void config_apply_staged(struct ocf_config *cfg);
+
+/* Called by driver.c's open under the state lock: loads the configuration
+ * into ocf_cfg, applies staged setters, configures the log and the stats
+ * level, and logs what loading found. */
+void config_apply_at_open(void);
+/* Called at close: the next preview re-reads the file. */
+void config_forget_preview(void);
+
+/* A property setter (cuFileDriverSet*) changed a live value: record it as a
+ * setter value so it also holds after a reopen. */
+void config_live_set_size(enum ocf_cfg_key k, size_t v);
+void config_live_set_bool(enum ocf_cfg_key k, bool v);
+
+/* Accessors by key over any config (type must match). */
+size_t config_get_size(const struct ocf_config *cfg, enum ocf_cfg_key k);
+bool config_get_bool(const struct ocf_config *cfg, enum ocf_cfg_key k);
+const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k);
+
+/* Formats the value of key k as JSON-like text into buf. */
+void config_format_value(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len);
+const char *config_source_name(enum ocf_cfg_source s);
+/* The file config_load() would read: CUFILE_ENV_PATH_JSON or /etc/cufile.json. */
+const char *config_file_path(void);
+
+#endif /* OCF_CONFIG_H_ */

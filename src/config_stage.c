@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config_stage.c - staged parameter values and applying the configuration
+ * when the driver opens.
+ *
+ * DESIGN: the effective configuration is computed at every open, in order
+ * of increasing precedence: built-in defaults, the file, the environment,
+ * staged setter values.  Setter values are kept for the life of the process
+ * (a value set before one open still holds after a close and reopen, as the
+ * environment does), each with a flag saying it was set.
+ *
+ * While the driver is closed, the parameter getters answer with what the
+ * next open would use: the "base" (defaults + file + environment, read at
+ * the first such call after each open or close and then cached) overlaid
+ * with the staged values.  stage_lock protects staged, staged_set, base and
+ * base_valid; it is a leaf lock (nothing else is taken under it).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "internal.h"
+#include "log.h"
+#include "stats.h"
+
+int config_set_json(struct ocf_config *cfg, enum ocf_cfg_key k, struct json_object *v, char *why, size_t wlen);
+
+static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ocf_config staged;
+static bool staged_set[OCF_K_COUNT];
+static struct ocf_config base;
+static bool base_valid;
+
+static void copy_field(struct ocf_config *dst, const struct ocf_config *src, enum ocf_cfg_key k)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	memcpy((char *)dst + ki->offset, (const char *)src + ki->offset, ki->size);
+}
+
+/* Caller holds stage_lock. */
+static void overlay_staged_locked(struct ocf_config *cfg)
+{
+	for (int k = 0; k < OCF_K_COUNT; k++) {
+		if (!staged_set[k])
+			continue;
+		copy_field(cfg, &staged, (enum ocf_cfg_key)k);
+		cfg->source[k] = OCF_SRC_SETTER;
+	}
+}
+
+void config_apply_staged(struct ocf_config *cfg)
+{
+	pthread_mutex_lock(&stage_lock);
+	overlay_staged_locked(cfg);
+	pthread_mutex_unlock(&stage_lock);
+}
+
+static int stage_json(enum ocf_cfg_key k, enum ocf_cfg_type type, struct json_object *v)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	if (!ki || ki->type != type || !v) {
+		json_object_put(v);
+		return -EINVAL;
+	}
+	char why[200];
+	pthread_mutex_lock(&stage_lock);
+	int r = config_set_json(&staged, k, v, why, sizeof(why));
+	if (r == 0)
+		staged_set[k] = true;
+	pthread_mutex_unlock(&stage_lock);
+	json_object_put(v);
+	if (r) {
+		log_error("parameter %s: %s", ki->path, why);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+int config_stage_size(enum ocf_cfg_key k, size_t v)
+{
+	if (v > INT64_MAX)
+		return -ERANGE;
+	return stage_json(k, OCF_CFG_SIZE, json_object_new_int64((int64_t)v));
+}
+
+int config_stage_bool(enum ocf_cfg_key k, bool v) { return stage_json(k, OCF_CFG_BOOL, json_object_new_boolean(v)); }
+
+int config_stage_string(enum ocf_cfg_key k, const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	return stage_json(k, OCF_CFG_STRING, json_object_new_string(s));
+}
+
+int config_stage_slabs(const size_t *sizes, const size_t *counts, size_t n)
+{
+	if (!sizes || !counts || n < 1 || n > OCF_CFG_ARRAY_MAX)
+		return -EINVAL;
+	struct ocf_config tmp;
+	struct json_object *a = json_object_new_array(), *b = json_object_new_array();
+	int r = a && b ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (sizes[i] > INT64_MAX || counts[i] > INT64_MAX)
+			r = -ERANGE;
+		else if (json_object_array_add(a, json_object_new_int64((int64_t)sizes[i])) ||
+			 json_object_array_add(b, json_object_new_int64((int64_t)counts[i])))
+			r = -ENOMEM;
+	}
+	char why[200] = "";
+	if (r == 0 && (config_set_json(&tmp, OCF_K_POSIX_POOL_SLAB_SIZE_KB, a, why, sizeof(why)) ||
+		       config_set_json(&tmp, OCF_K_POSIX_POOL_SLAB_COUNT, b, why, sizeof(why)))) {
+		log_error("parameter posix_pool_slab arrays: %s", why);
+		r = -ERANGE;
+	}
+	json_object_put(a);
+	json_object_put(b);
+	if (r)
+		return r;
+	pthread_mutex_lock(&stage_lock);
+	staged.posix_pool_slab_size_kb = tmp.posix_pool_slab_size_kb;
+	staged.posix_pool_slab_count = tmp.posix_pool_slab_count;
+	staged_set[OCF_K_POSIX_POOL_SLAB_SIZE_KB] = true;
+	staged_set[OCF_K_POSIX_POOL_SLAB_COUNT] = true;
+	pthread_mutex_unlock(&stage_lock);
+	return 0;
+}
+
+int config_preview_get(enum ocf_cfg_key k, void *out, size_t size, enum ocf_cfg_source *src)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	if (!ki || size != ki->size)
+		return -EINVAL;
+	pthread_mutex_lock(&stage_lock);
+	if (!base_valid) {
+		config_load(&base, NULL);
+		base_valid = true;
+	}
+	const struct ocf_config *from = staged_set[k] ? &staged : &base;
+	memcpy(out, (const char *)from + ki->offset, size);
+	if (src)
+		*src = staged_set[k] ? OCF_SRC_SETTER : (enum ocf_cfg_source)base.source[k];
+	pthread_mutex_unlock(&stage_lock);
+	return 0;
+}
+
+void config_forget_preview(void)
+{
+	pthread_mutex_lock(&stage_lock);
+	base_valid = false;
+	pthread_mutex_unlock(&stage_lock);
+}
+
+void config_apply_at_open(void)
+{
+	struct ocf_cfg_diags *d = calloc(1, sizeof(*d));
+	config_load(&ocf_cfg, d);
+	pthread_mutex_lock(&stage_lock);
+	overlay_staged_locked(&ocf_cfg);
+	base_valid = false;
+	pthread_mutex_unlock(&stage_lock);
+
+	char path[sizeof(ocf_cfg.logfile_path) + 16];
+	if (ocf_cfg.logfile_path[0])
+		snprintf(path, sizeof(path), "%s", ocf_cfg.logfile_path);
+	else if (ocf_cfg.logging_dir[0])
+		snprintf(path, sizeof(path), "%s/cufile.log", ocf_cfg.logging_dir);
+	else
+		snprintf(path, sizeof(path), "cufile.log");
+	int level = log_level_from_name(ocf_cfg.logging_level);
+	log_set(level < 0 ? OCF_LOG_ERROR : level, path);
+
+	if (d) {
+		for (int i = 0; i < d->n; i++)
+			ocf_log(d->d[i].level, "%s", d->d[i].msg);
+		if (d->dropped)
+			log_error("%d more configuration messages not shown", d->dropped);
+		free(d);
+	}
+	if (ocf_cfg.file_path[0])
+		log_info("configuration from %s%s", ocf_cfg.file_path, ocf_cfg.file_ok ? "" : " (with errors)");
+	else
+		log_info("configuration: built-in defaults (no %s)", config_file_path());
+	stats_configure_at_open((int)ocf_cfg.cufile_stats);
+}
+
+static void live_set(enum ocf_cfg_key k, struct json_object *v)
+{
+	char why[200];
+	pthread_mutex_lock(&stage_lock);
+	if (v && config_set_json(&staged, k, v, why, sizeof(why)) == 0) {
+		staged_set[k] = true;
+		ocf_cfg.source[k] = OCF_SRC_SETTER;
+	}
+	pthread_mutex_unlock(&stage_lock);
+	json_object_put(v);
+}
+
+void config_live_set_size(enum ocf_cfg_key k, size_t v)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	/* A single aligned word store; readers on the I/O path read the word
+	 * whole (x86-64 and aarch64 do not tear aligned 8-byte stores) and
+	 * either value is acceptable to them. */
+	__atomic_store_n((size_t *)((char *)&ocf_cfg + ki->offset), v, __ATOMIC_RELAXED);
+	live_set(k, json_object_new_int64((int64_t)v));
+}
+
+void config_live_set_bool(enum ocf_cfg_key k, bool v)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	__atomic_store_n((bool *)((char *)&ocf_cfg + ki->offset), v, __ATOMIC_RELAXED);
+	live_set(k, json_object_new_boolean(v));
+}

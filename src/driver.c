@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * driver.c - driver lifecycle.
+ *
+ * DESIGN: one mutex and condition variable guard the driver state
+ * {open_count, is_open, closing, inflight}.  Every API call that uses
+ * driver state enters (inflight++) and exits (inflight--).  The close that
+ * drops open_count to zero sets `closing`, which holds back new calls, waits
+ * until inflight reaches zero, and only then tears down handles, buffers,
+ * staging pools and contexts, so no call ever sees half-destroyed state.
+ * Calls nest on one thread (a userspace file system callback may call the
+ * API again): a thread-local depth makes only the outermost call count.
+ * An implicit open (from register/read/write) is an ordinary open whose
+ * reference is taken by the library; a later cuFileDriverClose releases it.
+ */
+#define _GNU_SOURCE
+#include "driver.h"
+
+#include <pthread.h>
+
+#include "buffer.h"
+#include "config.h"
+#include "cuda_loader.h"
+#include "engine.h"
+#include "gpu.h"
+#include "handle.h"
+#include "internal.h"
+#include "log.h"
+#include "stats.h"
+
+/* state_lock protects open_count, is_open, closing and inflight. */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t state_cv = PTHREAD_COND_INITIALIZER;
+static long open_count;
+static bool is_open;
+static bool closing;
+static long inflight;
+static __thread int depth;
+
+/* Caller holds state_lock; state is closed and not closing. */
+static int open_locked(void)
+{
+	/* cufile.json, environment and staged parameters; configures the log. */
+	config_apply_at_open();
+	cuda_load();
+	is_open = true;
+	open_count = 1;
+	log_info("driver opened (%s)", cuda_available() ? "CUDA available" : "host memory only");
+	return 0;
+}
+
+int driver_open(void)
+{
+	if (depth > 0) {
+		/* Inside another API call on this thread: the driver is open. */
+		pthread_mutex_lock(&state_lock);
+		open_count++;
+		pthread_mutex_unlock(&state_lock);
+		return 0;
+	}
+	pthread_mutex_lock(&state_lock);
+	while (closing)
+		pthread_cond_wait(&state_cv, &state_lock);
+	int r = 0;
+	if (is_open)
+		open_count++;
+	else
+		r = open_locked();
+	pthread_mutex_unlock(&state_lock);
+	return r;
+}
+
+int driver_close(void)
+{
+	pthread_mutex_lock(&state_lock);
+	while (closing)
+		pthread_cond_wait(&state_cv, &state_lock);
+	if (!is_open) {
+		pthread_mutex_unlock(&state_lock);
+		return OCF_ERR(CU_FILE_DRIVER_NOT_INITIALIZED);
+	}
+	if (open_count > 1) {
+		open_count--;
+		pthread_mutex_unlock(&state_lock);
+		return 0;
+	}
+	if (depth > 0) {
+		/* Closing from inside an API call on this thread would wait
+		 * for that very call. */
+		pthread_mutex_unlock(&state_lock);
+		log_error("cuFileDriverClose called from inside a cuFile call");
+		return OCF_ERR(CU_FILE_DRIVER_CLOSING);
+	}
+	closing = true;
+	while (inflight > 0)
+		pthread_cond_wait(&state_cv, &state_lock);
+	/* No call is in flight and none can start: tear down. */
+	ocf_engine->shutdown();
+	handle_deregister_all();
+	buf_deregister_all();
+	gpu_teardown_all();
+	stats_at_close(); /* the stats snapshot file, if configured */
+	config_forget_preview();
+	open_count = 0;
+	is_open = false;
+	closing = false;
+	log_info("driver closed");
+	log_close(); /* no descriptor outlives the driver; reopened on demand */
+	pthread_cond_broadcast(&state_cv);
+	pthread_mutex_unlock(&state_lock);
+	return 0;
+}
+
+int driver_enter(bool implicit_open)
+{
+	if (depth > 0) {
+		depth++;
+		return 0;
+	}
+	pthread_mutex_lock(&state_lock);
+	while (closing)
+		pthread_cond_wait(&state_cv, &state_lock);
+	if (!is_open) {
+		if (!implicit_open) {
+			pthread_mutex_unlock(&state_lock);
+			return OCF_ERR(CU_FILE_DRIVER_NOT_INITIALIZED);
+		}
+		int r = open_locked();
+		if (r) {
+			pthread_mutex_unlock(&state_lock);
+			return r;
+		}
+	}
+	inflight++;
+	pthread_mutex_unlock(&state_lock);
+	depth = 1;
+	return 0;
+}
+
+void driver_exit(void)
+{
+	if (--depth > 0)
+		return;
+	pthread_mutex_lock(&state_lock);
+	if (--inflight == 0 && closing)
+		pthread_cond_broadcast(&state_cv);
+	pthread_mutex_unlock(&state_lock);
+}
+
+long driver_use_count(void)
+{
+	pthread_mutex_lock(&state_lock);
+	long n = is_open ? open_count : 0;
+	pthread_mutex_unlock(&state_lock);
+	return n;
+}
+
+bool driver_is_open(void)
+{
+	pthread_mutex_lock(&state_lock);
+	bool o = is_open;
+	pthread_mutex_unlock(&state_lock);
+	return o;
+}
+
+/* For the parameter API (api_params.c): runs fn under state_lock, after any
+ * close in progress has finished, so that "is the driver open?" and the
+ * setter's staging (or the getter's read of the live configuration) form one
+ * step that no concurrent open or close can split.  fn must not call back
+ * into the driver. */
+int driver_with_state_locked(int (*fn)(bool is_open, void *arg), void *arg)
+{
+	pthread_mutex_lock(&state_lock);
+	while (closing)
+		pthread_cond_wait(&state_cv, &state_lock);
+	int r = fn(is_open, arg);
+	pthread_mutex_unlock(&state_lock);
+	return r;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * driver.h - the driver lifecycle: reference-counted open/close and the
+ * gate every API call passes.
+ */
+#ifndef OCF_DRIVER_H_
+#define OCF_DRIVER_H_
+
+#include <stdbool.h>
+
+/* Enters an API call that needs the driver open.  With implicit_open, a
+ * closed driver is opened first (as cuFileHandleRegister, cuFileBufRegister,
+ * cuFileRead and cuFileWrite do).  Returns 0 (then driver_exit() must
+ * follow) or an error. */
+int driver_enter(bool implicit_open);
+void driver_exit(void);
+
+int driver_open(void);
+int driver_close(void);
+long driver_use_count(void);
+bool driver_is_open(void);
+/* Runs fn(is_open, arg) under the driver's state lock (no open or close can
+ * happen meanwhile); returns fn's result. */
+int driver_with_state_locked(int (*fn)(bool is_open, void *arg), void *arg);
+
+#endif /* OCF_DRIVER_H_ */

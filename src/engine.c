@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine.c - the parallel, pipelined data path.
+ *
+ * DESIGN
+ * A request is cut into chunks.  Chunk 0 ends where the file becomes
+ * aligned, so every later chunk starts on an O_DIRECT boundary; chunks are
+ * at most the lane's staging size and, for medium requests, smaller, so that
+ * every worker gets a share.  The calling thread and up to N helper threads
+ * (the worker pool) claim chunks with one atomic counter; no chunk list is
+ * built.  Each participant holds a lane (gpu.h): OCF_LANE_DEPTH pinned
+ * buffers, a stream and an event per buffer.  For a device read it runs
+ *     pread(chunk k -> buffer j); cuMemcpyHtoDAsync(buffer j); record ev[j]
+ * and before refilling buffer j waits for ev[j], so the file read of chunk
+ * k+1 overlaps the PCIe copy of chunk k.  Device writes are the mirror
+ * image (copy chunk k+1 to the host while chunk k is written).  Host memory
+ * is read and written in place by every participant, in parallel.
+ *
+ * Small requests (one chunk) never leave the calling thread: no hand-off,
+ * no wake-up latency.  Many callers with small requests therefore use no
+ * helpers, and the pool (one thread per CPU by default) bounds the threads
+ * that large requests add, so the machine is not oversubscribed.  A helper
+ * that finds no free lane leaves the work to the others instead of waiting,
+ * so helpers can never deadlock against callers holding lanes.
+ *
+ * Results: a participant that hits an error or a short transfer records the
+ * chunk index (atomic minimum in `stop`); chunks at or beyond it are not
+ * started, chunks before it all complete.  The result is the contiguous
+ * prefix: everything before the first failed or short chunk, plus the short
+ * chunk's bytes.  A write thus never reports bytes it did not write, and a
+ * read never stores outside [target, target + len).
+ */
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "cuda_loader.h"
+#include "fileio.h"
+#include "gpu.h"
+#include "handle.h"
+#include "internal.h"
+#include "log.h"
+
+const struct ocf_engine_ops *ocf_engine = &ocf_engine_parallel;
+
+struct request {
+	const struct ocf_io *io;
+	bool write;
+	struct ocf_pool *pool;
+	size_t chunk;   /* chunk size */
+	size_t skew0;   /* off % alignment: chunk 0 is that much shorter */
+	size_t nchunks;
+	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
+	 * indices; the data each chunk touches is disjoint. */
+	atomic_size_t next;
+	/* Chunks >= stop are not started.  Relaxed is enough: it is an
+	 * optimisation for claiming; the result is computed under `lock`. */
+	atomic_size_t stop;
+
+	pthread_mutex_t lock; /* protects the fields below */
+	pthread_cond_t cv;    /* signalled when active drops to zero */
+	int active;           /* helpers working on the request */
+	size_t err_idx;       /* first chunk that failed (nchunks: none) */
+	long err;
+	size_t short_idx;     /* first chunk that was short (nchunks: none) */
+	size_t short_got;
+
+	/* Protected by the pool's queue lock. */
+	int helpers_wanted;
+	struct request *qnext;
+};
+
+/* ------------------------------------------------------------ worker pool */
+
+/* q_lock protects queue, nworkers, running, shutting_down. */
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
+static struct request *queue;
+static pthread_t *workers;
+static int nworkers;
+static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
+static bool running, shutting_down;
+
+static void run_request(struct request *rq, struct ocf_lane *lane);
+
+static void *worker_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&q_lock);
+	for (;;) {
+		while (!queue && !shutting_down)
+			pthread_cond_wait(&q_cv, &q_lock);
+		if (shutting_down)
+			break;
+		struct request *rq = queue;
+		if (--rq->helpers_wanted == 0)
+			queue = rq->qnext;
+		/* Joining under q_lock: the caller removes the request from the
+		 * queue under q_lock before it waits for active == 0, so it
+		 * cannot miss this helper. */
+		pthread_mutex_lock(&rq->lock);
+		rq->active++;
+		pthread_mutex_unlock(&rq->lock);
+		pthread_mutex_unlock(&q_lock);
+
+		struct ocf_lane *lane = NULL;
+		if (!rq->pool) {
+			run_request(rq, NULL);
+		} else if (pool_try_get(rq->pool, &lane) == 0) {
+			run_request(rq, lane);
+			pool_put(lane);
+		}
+
+		pthread_mutex_lock(&rq->lock);
+		if (--rq->active == 0)
+			pthread_cond_broadcast(&rq->cv);
+		pthread_mutex_unlock(&rq->lock);
+		pthread_mutex_lock(&q_lock);
+	}
+	pthread_mutex_unlock(&q_lock);
+	return NULL;
+}
+
+static int configured_threads(void)
+{
+	long n = (long)ocf_cfg.io_threads;
+	const char *env = ocf_getenv("OPENCUFILE_IO_THREADS");
+	if (env && *env)
+		n = strtol(env, NULL, 10);
+	if (n <= 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		if (n > 16)
+			n = 16;
+	}
+	if (n < 0)
+		n = 0;
+	if (n > 256)
+		n = 256;
+	return (int)n;
+}
+
+/* Starts the pool at the first request that can use it.  Returns the
+ * number of helper threads available. */
+static int pool_start(void)
+{
+	pthread_mutex_lock(&q_lock);
+	if (!running) {
+		int want = configured_threads();
+		workers = calloc((size_t)(want ? want : 1), sizeof(*workers));
+		nworkers = 0;
+		shutting_down = false;
+		for (int i = 0; workers && i < want; i++) {
+			if (pthread_create(&workers[i], NULL, worker_main, NULL) != 0)
+				break;
+			nworkers++;
+		}
+		min_chunk_bytes = ocf_cfg.min_chunk_kb * 1024;
+		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
+		if (env && *env)
+			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
+		running = true;
+		log_debug("engine: %d worker thread(s), chunks of at least %zu KiB", nworkers, min_chunk_bytes / 1024);
+	}
+	int n = nworkers;
+	pthread_mutex_unlock(&q_lock);
+	return n;
+}
+
+static void engine_shutdown(void)
+{
+	pthread_mutex_lock(&q_lock);
+	if (!running) {
+		pthread_mutex_unlock(&q_lock);
+		return;
+	}
+	shutting_down = true;
+	pthread_cond_broadcast(&q_cv);
+	pthread_mutex_unlock(&q_lock);
+	for (int i = 0; i < nworkers; i++)
+		pthread_join(workers[i], NULL);
+	pthread_mutex_lock(&q_lock);
+	free(workers);
+	workers = NULL;
+	nworkers = 0;
+	running = false;
+	shutting_down = false;
+	pthread_mutex_unlock(&q_lock);
+}
+
+/* ------------------------------------------------------------- chunking */
+
+static size_t chunk_start(const struct request *rq, size_t i)
+{
+	return i == 0 ? 0 : i * rq->chunk - rq->skew0;
+}
+
+static size_t chunk_len(const struct request *rq, size_t i)
+{
+	size_t end = (i + 1) * rq->chunk - rq->skew0;
+	if (end > rq->io->len)
+		end = rq->io->len;
+	return end - chunk_start(rq, i);
+}
+
+static void stop_at(struct request *rq, size_t idx)
+{
+	size_t cur = atomic_load_explicit(&rq->stop, memory_order_relaxed);
+	while (idx < cur &&
+	       !atomic_compare_exchange_weak_explicit(&rq->stop, &cur, idx, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+static void record_error(struct request *rq, size_t idx, long err)
+{
+	pthread_mutex_lock(&rq->lock);
+	if (idx < rq->err_idx) {
+		rq->err_idx = idx;
+		rq->err = err;
+	}
+	pthread_mutex_unlock(&rq->lock);
+	stop_at(rq, idx);
+}
+
+static void record_short(struct request *rq, size_t idx, size_t got)
+{
+	pthread_mutex_lock(&rq->lock);
+	if (idx < rq->short_idx) {
+		rq->short_idx = idx;
+		rq->short_got = got;
+	}
+	pthread_mutex_unlock(&rq->lock);
+	stop_at(rq, idx + 1);
+}
+
+/* Claims the next chunk; false when none is left to start. */
+static bool claim(struct request *rq, size_t *idx)
+{
+	size_t i = atomic_fetch_add_explicit(&rq->next, 1, memory_order_relaxed);
+	if (i >= rq->nchunks || i >= atomic_load_explicit(&rq->stop, memory_order_relaxed))
+		return false;
+	*idx = i;
+	return true;
+}
+
+/* ---------------------------------------------------------- participants */
+
+static long cuda_fail(const char *what, CUresult r)
+{
+	log_error("%s failed: %s", what, cuda_error_name(r));
+	return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+}
+
+static void host_chunks(struct request *rq, struct ocf_lane *lane)
+{
+	const struct ocf_io *io = rq->io;
+	size_t idx;
+	while (claim(rq, &idx)) {
+		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+		off_t off = io->off + (off_t)at;
+		char *mem = io->t.host + at;
+		ssize_t r;
+		if (!rq->write) {
+			r = fio_read(io->h, mem, n, off, lane ? &lane->bufs[0] : NULL);
+		} else if (fio_direct_compatible(io->h, mem, off)) {
+			r = fio_write(io->h, mem, n, off);
+		} else {
+			char *stage = lane->bufs[0].buf + fio_stage_skew(io->h, off);
+			memcpy(stage, mem, n);
+			r = fio_write(io->h, stage, n, off);
+		}
+		if (r < 0) {
+			record_error(rq, idx, r);
+			return;
+		}
+		if ((size_t)r < n) {
+			record_short(rq, idx, (size_t)r);
+			return;
+		}
+	}
+}
+
+struct pending {
+	size_t idx;
+	int buf;
+	bool busy;
+};
+
+/* Waits for the copy of one pending buffer; records a failure. */
+static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending *p)
+{
+	p->busy = false;
+	if (!rq->io->t.use_stream)
+		return true; /* the copy was synchronous */
+	CUresult r = ocf_cu.EventSynchronize(lane->ev[p->buf]);
+	if (r != CUDA_SUCCESS) {
+		record_error(rq, p->idx, cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
+		return false;
+	}
+	return true;
+}
+
+static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
+{
+	const struct ocf_io *io = rq->io;
+	struct pending pend[OCF_LANE_DEPTH] = {0};
+	int j = 0;
+	size_t idx;
+	while (claim(rq, &idx)) {
+		if (pend[j].busy && !wait_copy(rq, lane, &pend[j]))
+			break;
+		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+		off_t off = io->off + (off_t)at;
+		struct ocf_slot *b = &lane->bufs[j];
+		ssize_t got = fio_read_staged(io->h, b, off, n);
+		if (got < 0) {
+			record_error(rq, idx, got);
+			break;
+		}
+		if (got > 0) {
+			const char *src = b->buf + fio_stage_skew(io->h, off);
+			CUresult r;
+			if (io->t.use_stream) {
+				r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane->stream);
+				if (r == CUDA_SUCCESS)
+					r = ocf_cu.EventRecord(lane->ev[j], lane->stream);
+				if (r == CUDA_SUCCESS)
+					pend[j] = (struct pending){.idx = idx, .buf = j, .busy = true};
+			} else {
+				r = ocf_cu.MemcpyHtoD(io->t.dev + at, src, (size_t)got);
+			}
+			if (r != CUDA_SUCCESS) {
+				record_error(rq, idx, cuda_fail("host to device copy", r));
+				break;
+			}
+		}
+		if ((size_t)got < n) {
+			record_short(rq, idx, (size_t)got);
+			break;
+		}
+		j = (j + 1) % lane->depth;
+	}
+	for (int i = 0; i < OCF_LANE_DEPTH; i++)
+		if (pend[i].busy)
+			wait_copy(rq, lane, &pend[i]);
+}
+
+/* Writes one staged chunk whose device-to-host copy was issued. */
+static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct pending *p)
+{
+	if (!wait_copy(rq, lane, p))
+		return false;
+	/* A chunk beyond a failure is not written: its bytes could never be
+	 * reported. */
+	if (p->idx >= atomic_load_explicit(&rq->stop, memory_order_relaxed))
+		return false;
+	const struct ocf_io *io = rq->io;
+	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
+	off_t off = io->off + (off_t)at;
+	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off);
+	if (w < 0) {
+		record_error(rq, p->idx, w);
+		return false;
+	}
+	if ((size_t)w < n) {
+		record_short(rq, p->idx, (size_t)w);
+		return false;
+	}
+	return true;
+}
+
+static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
+{
+	const struct ocf_io *io = rq->io;
+	/* Ring of issued copies, oldest first. */
+	struct pending ring[OCF_LANE_DEPTH];
+	int head = 0, count = 0, j = 0;
+	bool ok = true;
+	size_t idx;
+	while (ok && claim(rq, &idx)) {
+		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+		off_t off = io->off + (off_t)at;
+		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
+		CUresult r;
+		if (io->t.use_stream) {
+			r = ocf_cu.MemcpyDtoHAsync(stage, io->t.dev + at, n, lane->stream);
+			if (r == CUDA_SUCCESS)
+				r = ocf_cu.EventRecord(lane->ev[j], lane->stream);
+		} else {
+			r = ocf_cu.MemcpyDtoH(stage, io->t.dev + at, n);
+		}
+		if (r != CUDA_SUCCESS) {
+			record_error(rq, idx, cuda_fail("device to host copy", r));
+			break;
+		}
+		ring[(head + count) % OCF_LANE_DEPTH] = (struct pending){.idx = idx, .buf = j, .busy = true};
+		count++;
+		j = (j + 1) % lane->depth;
+		/* Keep one copy in flight while the previous chunk is written. */
+		while (ok && count >= 2) {
+			ok = write_staged_chunk(rq, lane, &ring[head]);
+			head = (head + 1) % OCF_LANE_DEPTH;
+			count--;
+		}
+	}
+	while (count > 0) {
+		if (ok)
+			ok = write_staged_chunk(rq, lane, &ring[head]);
+		else
+			wait_copy(rq, lane, &ring[head]); /* the buffer must be idle */
+		head = (head + 1) % OCF_LANE_DEPTH;
+		count--;
+	}
+}
+
+static void run_request(struct request *rq, struct ocf_lane *lane)
+{
+	const struct ocf_io *io = rq->io;
+	if (!io->t.device) {
+		host_chunks(rq, lane);
+		return;
+	}
+	CUresult r = ocf_cu.CtxPushCurrent(io->t.ctx);
+	if (r != CUDA_SUCCESS) {
+		/* Nothing claimed yet: let another participant do the work,
+		 * unless this one is alone (then the caller reports it). */
+		size_t idx;
+		if (claim(rq, &idx))
+			record_error(rq, idx, cuda_fail("cuCtxPushCurrent", r));
+		return;
+	}
+	if (rq->write)
+		device_write_chunks(rq, lane);
+	else
+		device_read_chunks(rq, lane);
+	CUcontext c;
+	ocf_cu.CtxPopCurrent(&c);
+}
+
+/* --------------------------------------------------------------- entry */
+
+static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
+{
+	size_t A = io->h->odirect ? io->h->align : 4096;
+	size_t min_chunk = OCF_MAX(helpers ? min_chunk_bytes : max_chunk, A);
+	if (min_chunk > max_chunk)
+		min_chunk = max_chunk;
+	/* Enough chunks for every participant to get one. */
+	size_t share = io->len / (size_t)(helpers + 1);
+	size_t c = OCF_ALIGN_UP(OCF_MAX(share, 1), A);
+	c = OCF_MAX(c, min_chunk);
+	c = OCF_MIN(c, max_chunk);
+	return OCF_ALIGN_DOWN(c, A);
+}
+
+static ssize_t submit(const struct ocf_io *io, bool write)
+{
+	struct request rq = {.io = io, .write = write};
+	/* Host memory needs staging only for O_DIRECT; without it no lane is
+	 * taken, so many threads doing host I/O never wait for one. */
+	if (io->t.device)
+		rq.pool = &io->t.gpu->pool;
+	else if (io->h->odirect)
+		rq.pool = host_pool();
+	size_t max_chunk = rq.pool ? pool_chunk(rq.pool) : ocf_cfg.staging_chunk_kb * 1024;
+	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
+	/* Requests of one minimum chunk or less stay on the calling thread. */
+	int helpers = 0;
+	if (io->len > OCF_MIN(ocf_cfg.min_chunk_kb * 1024, max_chunk))
+		helpers = pool_start();
+	rq.chunk = pick_chunk(io, max_chunk, helpers);
+	rq.skew0 = io->h->odirect ? (size_t)io->off % io->h->align : 0;
+	rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
+	atomic_init(&rq.next, 0);
+	atomic_init(&rq.stop, rq.nchunks);
+	rq.err_idx = rq.short_idx = rq.nchunks;
+	pthread_mutex_init(&rq.lock, NULL);
+	pthread_cond_init(&rq.cv, NULL);
+
+	bool queued = false;
+	if (rq.nchunks > 1 && helpers > 0) {
+		rq.helpers_wanted = (int)OCF_MIN(rq.nchunks - 1, (size_t)helpers);
+		pthread_mutex_lock(&q_lock);
+		struct request **pp = &queue;
+		while (*pp)
+			pp = &(*pp)->qnext;
+		*pp = &rq;
+		queued = true;
+		pthread_cond_broadcast(&q_cv);
+		pthread_mutex_unlock(&q_lock);
+	}
+
+	struct ocf_lane *lane = NULL;
+	int r = rq.pool ? pool_get(rq.pool, &lane) : 0;
+	if (r == 0) {
+		run_request(&rq, lane);
+		if (lane)
+			pool_put(lane);
+	} else {
+		size_t idx;
+		if (claim(&rq, &idx))
+			record_error(&rq, idx, r);
+	}
+
+	if (queued) {
+		pthread_mutex_lock(&q_lock);
+		for (struct request **pp = &queue; *pp; pp = &(*pp)->qnext) {
+			if (*pp == &rq) {
+				*pp = rq.qnext;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&q_lock);
+	}
+	pthread_mutex_lock(&rq.lock);
+	while (rq.active > 0)
+		pthread_cond_wait(&rq.cv, &rq.lock);
+	pthread_mutex_unlock(&rq.lock);
+
+	/* Every chunk before min(err_idx, short_idx) completed in full. */
+	ssize_t ret;
+	if (rq.err_idx <= rq.short_idx && rq.err_idx < rq.nchunks) {
+		size_t done = chunk_start(&rq, rq.err_idx);
+		ret = done ? (ssize_t)done : rq.err;
+	} else if (rq.short_idx < rq.nchunks) {
+		ret = (ssize_t)(chunk_start(&rq, rq.short_idx) + rq.short_got);
+	} else if (atomic_load_explicit(&rq.next, memory_order_relaxed) < rq.nchunks) {
+		/* Nobody could take the work (no lane, no helper). */
+		ret = OCF_ERR(CU_FILE_INTERNAL_ERROR);
+	} else {
+		ret = (ssize_t)io->len;
+	}
+	pthread_mutex_destroy(&rq.lock);
+	pthread_cond_destroy(&rq.cv);
+	return ret;
+}
+
+static ssize_t engine_read(const struct ocf_io *io) { return submit(io, false); }
+
+static ssize_t engine_write(const struct ocf_io *io) { return submit(io, true); }
+
+const struct ocf_engine_ops ocf_engine_parallel = {
+	.name = "parallel",
+	.read = engine_read,
+	.write = engine_write,
+	.shutdown = engine_shutdown,
+};

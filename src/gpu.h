@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpu.h - per-GPU state and the staging (bounce) buffer pools.
+ */
+#ifndef OCF_GPU_H_
+#define OCF_GPU_H_
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Largest file alignment a handle may need; staging buffers leave this much
+ * room around a chunk so an aligned read covering it fits. */
+#define OCF_MAX_ALIGN 65536u
+/* Staging buffers per lane: one being filled by the file while the others
+ * are in flight to or from the GPU. */
+#define OCF_LANE_DEPTH 3
+
+struct ocf_pool;
+
+/* One staging buffer: page aligned, pinned when it belongs to a GPU pool. */
+struct ocf_slot {
+	char *buf;
+	size_t size;  /* bytes usable at buf */
+	size_t chunk; /* largest file range staged at once */
+};
+
+/* What one thread needs to move data through a GPU: staging buffers, a
+ * stream of the GPU's primary context and an event per buffer that marks
+ * when its copy is done. */
+struct ocf_lane {
+	struct ocf_lane *next;
+	struct ocf_pool *pool;
+	int depth;
+	struct ocf_slot bufs[OCF_LANE_DEPTH];
+	CUevent ev[OCF_LANE_DEPTH];
+	CUstream stream;
+};
+
+struct ocf_pool {
+	pthread_mutex_t lock; /* protects free, created */
+	pthread_cond_t cv;    /* signalled when a lane is returned */
+	struct ocf_lane *free;
+	int created;
+	int max;
+	size_t chunk;
+	struct ocf_gpu *gpu; /* NULL: host pool (plain aligned memory) */
+};
+
+struct ocf_gpu {
+	int ordinal;
+	CUdevice dev;
+	CUcontext primary;
+	struct ocf_pool pool;
+};
+
+/* Per-GPU state, created at first use while the driver is open. */
+int gpu_get(int ordinal, struct ocf_gpu **out);
+/* Pool of aligned host staging buffers for O_DIRECT I/O on host memory. */
+struct ocf_pool *host_pool(void);
+
+/* Takes a lane, waiting while all are busy; returns 0 or an error. */
+int pool_get(struct ocf_pool *pool, struct ocf_lane **out);
+/* Takes a lane only if one is free or may be created without waiting;
+ * returns 0, or -EAGAIN. */
+int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out);
+void pool_put(struct ocf_lane *lane);
+/* Staging chunk size of the lanes (bytes). */
+size_t pool_chunk(const struct ocf_pool *pool);
+
+/* Releases every pool, stream and context.  Called by the driver close
+ * when no I/O is in flight. */
+void gpu_teardown_all(void);
+
+#endif /* OCF_GPU_H_ */

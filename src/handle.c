@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * handle.c - the table of registered file handles.
+ *
+ * DESIGN: a CUfileHandle_t is not a pointer but a key: (generation << 24) |
+ * (slot index + 1).  Lookups go through the table, so a forged, stale or
+ * double-freed handle is refused instead of dereferenced, and a slot reused
+ * by a new registration gets a new generation.  Each handle is reference
+ * counted: I/O holds a reference for its duration, so deregistering a handle
+ * that another thread is using frees it only when that I/O ends.
+ *
+ * Filesystem facts come from fstatfs() and the mount table (st_dev matched
+ * against /proc/self/mountinfo), never from udev, so the library works in
+ * VMs and containers without a udev database.
+ */
+#define _GNU_SOURCE
+#include "handle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "gpu.h"
+#include "internal.h"
+#include "log.h"
+
+#define SLOT_BITS 24
+#define SLOT_MASK ((1ull << SLOT_BITS) - 1)
+
+/* table_lock protects slots[], cap, next_gen and every handle's refs/dead. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ocf_handle **slots;
+static size_t cap;
+static uint64_t next_gen = 1;
+
+static void handle_free(struct ocf_handle *h)
+{
+	if (h->fd_buffered >= 0)
+		close(h->fd_buffered);
+	pthread_mutex_destroy(&h->toggle_lock);
+	free(h);
+}
+
+static void fs_type_from_mounts(dev_t dev, char *out, size_t outlen)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		/* id parent major:minor root mountpoint options ... - fstype src */
+		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2)
+			continue;
+		if (makedev(maj, min) != dev)
+			continue;
+		char *sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		char type[64];
+		if (sscanf(sep + 3, "%63s", type) == 1) {
+			snprintf(out, outlen, "%s", type);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static const char *fs_type_from_magic(long magic)
+{
+	switch ((unsigned long)magic) {
+	case 0xEF53: return "ext4";
+	case 0x58465342: return "xfs";
+	case 0x9123683E: return "btrfs";
+	case 0x01021994: return "tmpfs";
+	case 0x6969: return "nfs";
+	case 0x0BD00BD0: return "lustre";
+	case 0x47504653: return "gpfs";
+	case 0x19830326: return "beegfs";
+	case 0x794C7630: return "overlay";
+	case 0x62656572: return "sysfs";
+	default: return "unknown";
+	}
+}
+
+/* File alignment for O_DIRECT: what statx reports, at least a page (so an
+ * unaligned head or tail never shares a page with the aligned body). */
+static unsigned direct_alignment(int fd)
+{
+	unsigned a = 4096;
+#ifdef STATX_DIOALIGN
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 && (stx.stx_mask & STATX_DIOALIGN)) {
+		a = OCF_MAX(a, stx.stx_dio_offset_align);
+		a = OCF_MAX(a, stx.stx_dio_mem_align);
+	}
+#endif
+	if (a > OCF_MAX_ALIGN)
+		a = OCF_MAX_ALIGN;
+	return a;
+}
+
+/* A second descriptor of the same file without O_DIRECT, for the unaligned
+ * head and tail of writes.  Flags that change semantics (O_TRUNC, O_CREAT)
+ * are not repeated. */
+static int open_buffered_twin(int fd, int flags)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int keep = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
+	int nfd = open(path, keep | O_CLOEXEC | O_NOCTTY);
+	if (nfd < 0) {
+		log_info("no buffered twin for fd %d (%s): unaligned writes toggle O_DIRECT", fd,
+			 strerror(errno));
+		return -1;
+	}
+	/* Make sure it is the same file, not whatever the path resolves to now. */
+	struct stat a, b;
+	if (fstat(fd, &a) != 0 || fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close(nfd);
+		return -1;
+	}
+	return nfd;
+}
+
+static int check_fd(struct ocf_handle *h, int fd)
+{
+	if (fd < 0)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+#ifdef O_PATH
+	if (flags & O_PATH)
+		return OCF_ERR(CU_FILE_INVALID_FILE_OPEN_FLAG);
+#endif
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return OCF_ERR(CU_FILE_INVALID_FILE_TYPE);
+	if (flags & (O_APPEND | O_NONBLOCK))
+		return OCF_ERR(CU_FILE_INVALID_FILE_OPEN_FLAG);
+
+	h->fd = fd;
+	h->open_flags = flags;
+	h->odirect = (flags & O_DIRECT) != 0;
+	h->align = h->odirect ? direct_alignment(fd) : 1;
+	snprintf(h->fs_type, sizeof(h->fs_type), "unknown");
+	struct statfs sfs;
+	if (fstatfs(fd, &sfs) == 0)
+		snprintf(h->fs_type, sizeof(h->fs_type), "%s", fs_type_from_magic(sfs.f_type));
+	if (S_ISREG(st.st_mode))
+		fs_type_from_mounts(st.st_dev, h->fs_type, sizeof(h->fs_type));
+	else
+		snprintf(h->fs_type, sizeof(h->fs_type), "block");
+	return 0;
+}
+
+int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
+{
+	if (!descr || !out)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	struct ocf_handle *h = calloc(1, sizeof(*h));
+	if (!h)
+		return OCF_ERR(CU_FILE_NOMEM_ERROR);
+	h->fd = -1;
+	h->fd_buffered = -1;
+	h->align = 1;
+	pthread_mutex_init(&h->toggle_lock, NULL);
+	int r;
+	switch (descr->type) {
+	case CU_FILE_HANDLE_TYPE_OPAQUE_FD:
+		r = check_fd(h, descr->handle.fd);
+		if (r)
+			goto fail;
+		break;
+	case CU_FILE_HANDLE_TYPE_USERSPACE_FS:
+		if (!descr->fs_ops || !descr->fs_ops->read || !descr->fs_ops->write) {
+			r = OCF_ERR(CU_FILE_INVALID_VALUE);
+			goto fail;
+		}
+		h->fs_handle = descr->handle.handle;
+		h->fs_ops = descr->fs_ops;
+		snprintf(h->fs_type, sizeof(h->fs_type), "userspace");
+		break;
+	default:
+		r = OCF_ERR(CU_FILE_INVALID_VALUE);
+		goto fail;
+	}
+	h->type = descr->type;
+
+	pthread_mutex_lock(&table_lock);
+	size_t free_idx = cap;
+	for (size_t i = 0; i < cap; i++) {
+		struct ocf_handle *o = slots[i];
+		if (!o) {
+			if (free_idx == cap)
+				free_idx = i;
+			continue;
+		}
+		bool same = h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD ? (o->type == h->type && o->fd == h->fd)
+								     : (o->type == h->type && o->fs_handle == h->fs_handle);
+		if (same) {
+			pthread_mutex_unlock(&table_lock);
+			r = OCF_ERR(CU_FILE_HANDLE_ALREADY_REGISTERED);
+			goto fail;
+		}
+	}
+	if (free_idx == cap) {
+		size_t ncap = cap ? cap * 2 : 64;
+		if (ncap > SLOT_MASK) {
+			pthread_mutex_unlock(&table_lock);
+			r = OCF_ERR(CU_FILE_NOMEM_ERROR);
+			goto fail;
+		}
+		struct ocf_handle **n = realloc(slots, ncap * sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&table_lock);
+			r = OCF_ERR(CU_FILE_NOMEM_ERROR);
+			goto fail;
+		}
+		memset(n + cap, 0, (ncap - cap) * sizeof(*n));
+		slots = n;
+		cap = ncap;
+	}
+	h->key = (next_gen++ << SLOT_BITS) | (free_idx + 1);
+	h->refs = 1; /* the table's reference */
+	slots[free_idx] = h;
+	pthread_mutex_unlock(&table_lock);
+
+	/* Outside the lock: opening the twin is a system call. It is only read
+	 * by I/O on this handle, which cannot start before *out is returned. */
+	if (h->odirect)
+		h->fd_buffered = open_buffered_twin(h->fd, h->open_flags);
+	*out = (CUfileHandle_t)(uintptr_t)h->key;
+	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
+		  h->odirect ? "O_DIRECT" : "buffered", h->fs_type, h->align);
+	return 0;
+
+fail:
+	handle_free(h);
+	return r;
+}
+
+/* Caller holds table_lock. */
+static struct ocf_handle *lookup_locked(CUfileHandle_t fh, size_t *idx)
+{
+	uint64_t key = (uint64_t)(uintptr_t)fh;
+	uint64_t i = key & SLOT_MASK;
+	if (i == 0 || i > cap)
+		return NULL;
+	struct ocf_handle *h = slots[i - 1];
+	if (!h || h->key != key)
+		return NULL;
+	*idx = i - 1;
+	return h;
+}
+
+struct ocf_handle *handle_get(CUfileHandle_t fh)
+{
+	size_t idx;
+	pthread_mutex_lock(&table_lock);
+	struct ocf_handle *h = lookup_locked(fh, &idx);
+	if (h)
+		h->refs++;
+	pthread_mutex_unlock(&table_lock);
+	return h;
+}
+
+void handle_put(struct ocf_handle *h)
+{
+	pthread_mutex_lock(&table_lock);
+	bool last = --h->refs == 0;
+	pthread_mutex_unlock(&table_lock);
+	if (last)
+		handle_free(h);
+}
+
+int handle_deregister(CUfileHandle_t fh)
+{
+	size_t idx;
+	pthread_mutex_lock(&table_lock);
+	struct ocf_handle *h = lookup_locked(fh, &idx);
+	if (!h) {
+		pthread_mutex_unlock(&table_lock);
+		return OCF_ERR(CU_FILE_HANDLE_NOT_REGISTERED);
+	}
+	slots[idx] = NULL;
+	h->dead = true;
+	bool last = --h->refs == 0;
+	pthread_mutex_unlock(&table_lock);
+	if (last)
+		handle_free(h);
+	return 0;
+}
+
+void handle_deregister_all(void)
+{
+	pthread_mutex_lock(&table_lock);
+	for (size_t i = 0; i < cap; i++) {
+		struct ocf_handle *h = slots[i];
+		if (!h)
+			continue;
+		slots[i] = NULL;
+		h->dead = true;
+		if (--h->refs == 0)
+			handle_free(h);
+	}
+	free(slots);
+	slots = NULL;
+	cap = 0;
+	pthread_mutex_unlock(&table_lock);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * handle.h - registered file handles.
+ */
+#ifndef OCF_HANDLE_H_
+#define OCF_HANDLE_H_
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cufile.h"
+
+struct ocf_handle {
+	int type;               /* CU_FILE_HANDLE_TYPE_OPAQUE_FD or _USERSPACE_FS */
+	int fd;                 /* the caller's descriptor (not owned) */
+	int fd_buffered;        /* our own non-O_DIRECT descriptor, or -1 */
+	void *fs_handle;        /* USERSPACE_FS: the caller's handle */
+	const CUfileFSOps_t *fs_ops;
+	int open_flags;         /* F_GETFL of fd at registration */
+	bool odirect;
+	unsigned align;         /* file offset/length alignment O_DIRECT needs */
+	char fs_type[32];       /* from the mount table, e.g. "ext4" */
+	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
+	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */
+	pthread_mutex_t toggle_lock;
+	int toggle_count;
+	/* Table bookkeeping, protected by the table lock. */
+	uint64_t key;
+	int refs;
+	bool dead;
+};
+
+/* Validates the descriptor and adds a handle.  Returns 0 or an error. */
+int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out);
+/* Removes a handle; in-flight I/O keeps it alive until it finishes.
+ * Returns 0 or an error (unknown handle). */
+int handle_deregister(CUfileHandle_t fh);
+/* Looks a handle up and takes a reference; NULL if fh is unknown, stale or
+ * forged (it is never dereferenced before it is found in the table). */
+struct ocf_handle *handle_get(CUfileHandle_t fh);
+void handle_put(struct ocf_handle *h);
+/* Deregisters every handle (driver close). */
+void handle_deregister_all(void);
+
+#endif /* OCF_HANDLE_H_ */

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * internal.h - conventions shared by every file of the library.
+ *
+ * Error convention: internal functions return 0 (or a byte count) on
+ * success and a negative value on failure.  Values in [-4095, -1] are
+ * -errno; values <= -CUFILEOP_BASE_ERR are -CUfileOpError.  Internal code
+ * never sets errno for the caller; only the public API layer (api_*.c) turns
+ * these results into CUfileError_t or the ssize_t + errno contract.
+ */
+#ifndef OCF_INTERNAL_H_
+#define OCF_INTERNAL_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cufile.h"
+
+#define OCF_EXPORT __attribute__((visibility("default")))
+#define OCF_UNUSED __attribute__((unused))
+
+/* An internal error for a cuFile status code. */
+#define OCF_ERR(code) (-(long)(code))
+static inline bool ocf_is_cufile_err(long r) { return r <= -CUFILEOP_BASE_ERR; }
+
+#define OCF_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define OCF_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define OCF_ALIGN_DOWN(x, a) ((x) / (a) * (a))
+#define OCF_ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
+
+/* Reads an environment variable the way a library should: not at all in
+ * set-uid/set-gid processes. */
+const char *ocf_getenv(const char *name);
+
+#endif /* OCF_INTERNAL_H_ */

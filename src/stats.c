@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * stats.c - statistics counters.
+ *
+ * DESIGN: every thread that counts gets its own block of counters, found
+ * through a thread-local pointer and registered once in a global list; only
+ * the owner thread ever writes a block, so a count is a plain load and
+ * store (no locked instruction, no shared cache line on the I/O path).  The
+ * getters sum all blocks.  A block outlives its thread: at thread exit it is
+ * marked free and the next new thread takes it over, counts included (the
+ * getters want sums, so whose block holds a count does not matter).
+ *
+ * Reset cannot clear blocks other threads write, so it records the current
+ * sums as a baseline that the getters subtract.
+ *
+ * Memory order: the counters are independent statistics.  Relaxed atomic
+ * loads/stores make the concurrent reads by the getters well defined and
+ * compile to plain moves; a snapshot may see an operation counted in one
+ * field and not yet in the next, which is acceptable for statistics.
+ */
+#define _GNU_SOURCE
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_loader.h"
+#include "internal.h"
+#include "log.h"
+
+enum {
+	C_READ_OK,
+	C_READ_ERR,
+	C_WRITE_OK,
+	C_WRITE_ERR,
+	C_HREG_OK,
+	C_HREG_ERR,
+	C_HDEREG_OK,
+	C_HDEREG_ERR,
+	C_BREG_OK,
+	C_BREG_ERR,
+	C_BDEREG_OK,
+	C_BDEREG_ERR,
+	C_READ_BYTES,
+	C_WRITE_BYTES,
+	C_READ_NS,
+	C_WRITE_NS,
+	C_COUNT
+};
+
+enum {
+	G_READ_BYTES,
+	G_READ_NS,
+	G_READS,
+	G_READS_ERR,
+	G_READS_UNALIGNED,
+	G_WRITE_BYTES,
+	G_WRITE_NS,
+	G_WRITES,
+	G_WRITES_ERR,
+	G_WRITES_UNALIGNED,
+	G_COUNT
+};
+
+struct sums {
+	uint64_t c[C_COUNT];
+	uint64_t rhist[32], whist[32];
+	uint64_t g[OCF_STATS_MAX_GPUS][G_COUNT];
+};
+
+struct block {
+	struct block *next; /* immutable once listed */
+	bool in_use;        /* protected by blocks_lock */
+	struct sums s;
+};
+
+/* blocks_lock protects the list's membership, in_use, baseline and
+ * window_start. */
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct block *blocks;
+static struct sums baseline;
+static uint64_t window_start;
+static pthread_key_t block_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static __thread struct block *my_block;
+
+/* Relaxed: a filter read on every I/O; a change takes effect within a few
+ * operations, which is all statistics need. */
+static atomic_int cur_level;
+static atomic_bool running = true;
+static atomic_bool level_from_api;
+static atomic_uint_fast64_t last_snapshot_ns;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void release_block(void *p)
+{
+	struct block *b = p;
+	pthread_mutex_lock(&blocks_lock);
+	b->in_use = false;
+	pthread_mutex_unlock(&blocks_lock);
+}
+
+static bool key_made;
+static void make_key(void) { key_made = pthread_key_create(&block_key, release_block) == 0; }
+
+static struct block *get_block(void)
+{
+	struct block *b = my_block;
+	if (b)
+		return b;
+	pthread_once(&key_once, make_key);
+	pthread_mutex_lock(&blocks_lock);
+	for (b = blocks; b; b = b->next)
+		if (!b->in_use)
+			break;
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (b) {
+			b->next = blocks;
+			blocks = b;
+		}
+	}
+	if (b)
+		b->in_use = true;
+	pthread_mutex_unlock(&blocks_lock);
+	if (b) {
+		pthread_setspecific(block_key, b);
+		my_block = b;
+	}
+	return b;
+}
+
+/* Only the owner thread writes *p, so load + store loses nothing. */
+static inline void add(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+static inline bool counting(void)
+{
+	return atomic_load_explicit(&cur_level, memory_order_relaxed) > 0 &&
+	       atomic_load_explicit(&running, memory_order_relaxed);
+}
+
+uint64_t stats_io_begin(void) { return counting() ? now_ns() | 1 : 0; }
+
+static unsigned hist_bucket(size_t bytes)
+{
+	size_t kb = bytes / 1024;
+	if (kb == 0)
+		return 0;
+	unsigned b = (unsigned)(64 - __builtin_clzll((unsigned long long)kb)); /* floor(log2)+1 */
+	return b > 31 ? 31 : b;
+}
+
+static void maybe_snapshot(uint64_t now);
+
+void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned)
+{
+	if (!start_ns)
+		return;
+	struct block *b = get_block();
+	if (!b)
+		return;
+	uint64_t now = now_ns();
+	uint64_t ns = now > start_ns ? now - start_ns : 0;
+	bool ok = ret >= 0;
+	uint64_t *c = b->s.c;
+	add(&c[write ? (ok ? C_WRITE_OK : C_WRITE_ERR) : (ok ? C_READ_OK : C_READ_ERR)], 1);
+	if (ok)
+		add(&c[write ? C_WRITE_BYTES : C_READ_BYTES], (uint64_t)ret);
+	add(&c[write ? C_WRITE_NS : C_READ_NS], ns);
+	int level = atomic_load_explicit(&cur_level, memory_order_relaxed);
+	if (level >= 2 && ok)
+		add(&(write ? b->s.whist : b->s.rhist)[hist_bucket(size)], 1);
+	if (level >= 3 && gpu >= 0 && gpu < OCF_STATS_MAX_GPUS) {
+		uint64_t *g = b->s.g[gpu];
+		if (write) {
+			add(&g[G_WRITES], 1);
+			add(&g[G_WRITE_NS], ns);
+			if (ok)
+				add(&g[G_WRITE_BYTES], (uint64_t)ret);
+			else
+				add(&g[G_WRITES_ERR], 1);
+			if (unaligned)
+				add(&g[G_WRITES_UNALIGNED], 1);
+		} else {
+			add(&g[G_READS], 1);
+			add(&g[G_READ_NS], ns);
+			if (ok)
+				add(&g[G_READ_BYTES], (uint64_t)ret);
+			else
+				add(&g[G_READS_ERR], 1);
+			if (unaligned)
+				add(&g[G_READS_UNALIGNED], 1);
+		}
+	}
+	maybe_snapshot(now);
+}
+
+static void count_op(int ok_idx, bool ok)
+{
+	if (!counting())
+		return;
+	struct block *b = get_block();
+	if (b)
+		add(&b->s.c[ok ? ok_idx : ok_idx + 1], 1);
+}
+
+void stats_handle_register(bool ok) { count_op(C_HREG_OK, ok); }
+void stats_handle_deregister(bool ok) { count_op(C_HDEREG_OK, ok); }
+void stats_buf_register(bool ok) { count_op(C_BREG_OK, ok); }
+void stats_buf_deregister(bool ok) { count_op(C_BDEREG_OK, ok); }
+
+/* Caller holds blocks_lock. */
+static void sum_locked(struct sums *out)
+{
+	memset(out, 0, sizeof(*out));
+	const uint64_t *src;
+	uint64_t *dst = (uint64_t *)out;
+	size_t n = sizeof(*out) / sizeof(uint64_t);
+	for (struct block *b = blocks; b; b = b->next) {
+		src = (const uint64_t *)&b->s;
+		for (size_t i = 0; i < n; i++)
+			dst[i] += __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	}
+	const uint64_t *base = (const uint64_t *)&baseline;
+	for (size_t i = 0; i < n; i++)
+		dst[i] -= base[i];
+}
+
+void stats_reset(void)
+{
+	pthread_mutex_lock(&blocks_lock);
+	struct sums now;
+	memset(&baseline, 0, sizeof(baseline));
+	sum_locked(&now);
+	baseline = now;
+	window_start = now_ns();
+	pthread_mutex_unlock(&blocks_lock);
+}
+
+int stats_set_level(int level)
+{
+	if (level < 0 || level > 3)
+		return -EINVAL;
+	atomic_store_explicit(&cur_level, level, memory_order_relaxed);
+	atomic_store_explicit(&level_from_api, true, memory_order_relaxed);
+	pthread_mutex_lock(&blocks_lock);
+	if (!window_start)
+		window_start = now_ns();
+	pthread_mutex_unlock(&blocks_lock);
+	return 0;
+}
+
+int stats_get_level(void) { return atomic_load_explicit(&cur_level, memory_order_relaxed); }
+
+void stats_configure_at_open(int level)
+{
+	if (!atomic_load_explicit(&level_from_api, memory_order_relaxed) && level >= 0 && level <= 3)
+		atomic_store_explicit(&cur_level, level, memory_order_relaxed);
+	pthread_mutex_lock(&blocks_lock);
+	if (!window_start)
+		window_start = now_ns();
+	pthread_mutex_unlock(&blocks_lock);
+}
+
+void stats_start(void)
+{
+	atomic_store_explicit(&running, true, memory_order_relaxed);
+	pthread_mutex_lock(&blocks_lock);
+	if (!window_start)
+		window_start = now_ns();
+	pthread_mutex_unlock(&blocks_lock);
+}
+
+void stats_stop(void) { atomic_store_explicit(&running, false, memory_order_relaxed); }
+
+static uint64_t per_sec(uint64_t n, uint64_t ns) { return ns ? (uint64_t)((double)n * 1e9 / (double)ns) : 0; }
+
+static void fill_op(CUfileOpCounter_t *o, const uint64_t *c, int ok_idx)
+{
+	o->ok = c[ok_idx];
+	o->err = c[ok_idx + 1];
+}
+
+static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLevel3_t *out)
+{
+	CUfileStatsLevel1_t *l1 = &out->detailed.basic;
+	const uint64_t *c = s->c;
+	fill_op(&l1->read_ops, c, C_READ_OK);
+	fill_op(&l1->write_ops, c, C_WRITE_OK);
+	fill_op(&l1->hdl_register_ops, c, C_HREG_OK);
+	fill_op(&l1->hdl_deregister_ops, c, C_HDEREG_OK);
+	fill_op(&l1->buf_register_ops, c, C_BREG_OK);
+	fill_op(&l1->buf_deregister_ops, c, C_BDEREG_OK);
+	uint64_t reads = c[C_READ_OK] + c[C_READ_ERR], writes = c[C_WRITE_OK] + c[C_WRITE_ERR];
+	l1->read_bytes = c[C_READ_BYTES];
+	l1->write_bytes = c[C_WRITE_BYTES];
+	/* Bandwidth is per call: bytes over the time spent inside the calls. */
+	l1->read_bw_bytes_per_sec = per_sec(c[C_READ_BYTES], c[C_READ_NS]);
+	l1->write_bw_bytes_per_sec = per_sec(c[C_WRITE_BYTES], c[C_WRITE_NS]);
+	l1->read_lat_sum_us = c[C_READ_NS] / 1000;
+	l1->write_lat_sum_us = c[C_WRITE_NS] / 1000;
+	l1->read_lat_avg_us = reads ? l1->read_lat_sum_us / reads : 0;
+	l1->write_lat_avg_us = writes ? l1->write_lat_sum_us / writes : 0;
+	/* Operations per second over the window since start/reset. */
+	l1->read_ops_per_sec = per_sec(reads, window);
+	l1->write_ops_per_sec = per_sec(writes, window);
+	if (level < 2)
+		return;
+	memcpy(out->detailed.read_size_kb_hist, s->rhist, sizeof(s->rhist));
+	memcpy(out->detailed.write_size_kb_hist, s->whist, sizeof(s->whist));
+	if (level < 3)
+		return;
+	int n = cuda_available() ? OCF_MIN(cuda_device_count(), OCF_STATS_MAX_GPUS) : 0;
+	out->num_gpus = (uint32_t)(n > 0 ? n : 0);
+	for (int i = 0; i < n; i++) {
+		CUfilePerGpuStats_t *p = &out->per_gpu_stats[i];
+		const uint64_t *g = s->g[i];
+		CUdevice dev;
+		CUuuid u;
+		if (ocf_cu.DeviceGet(&dev, i) == CUDA_SUCCESS && ocf_cu.DeviceGetUuid(&u, dev) == CUDA_SUCCESS)
+			memcpy(p->uuid, u.bytes, sizeof(p->uuid));
+		p->read_bytes = g[G_READ_BYTES];
+		p->read_bw_bytes_per_sec = per_sec(g[G_READ_BYTES], g[G_READ_NS]);
+		p->read_duration_us = g[G_READ_NS] / 1000;
+		p->read_utilization = window ? g[G_READ_NS] * 100 / window : 0;
+		p->n_total_reads = g[G_READS];
+		p->n_posix_reads = g[G_READS]; /* every read takes the POSIX path here */
+		p->n_unaligned_reads = g[G_READS_UNALIGNED];
+		p->n_reads_err = g[G_READS_ERR];
+		p->writes_bytes = g[G_WRITE_BYTES];
+		p->write_bw_bytes_per_sec = per_sec(g[G_WRITE_BYTES], g[G_WRITE_NS]);
+		p->write_duration_us = g[G_WRITE_NS] / 1000;
+		p->write_utilization = window ? g[G_WRITE_NS] * 100 / window : 0;
+		p->n_total_writes = g[G_WRITES];
+		p->n_posix_writes = g[G_WRITES];
+		p->n_unaligned_writes = g[G_WRITES_UNALIGNED];
+		p->n_writes_err = g[G_WRITES_ERR];
+	}
+}
+
+static int snapshot(int level, CUfileStatsLevel3_t *out, uint64_t *window_out)
+{
+	struct sums *s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_lock(&blocks_lock);
+	sum_locked(s);
+	uint64_t now = now_ns();
+	uint64_t window = window_start && now > window_start ? now - window_start : 0;
+	pthread_mutex_unlock(&blocks_lock);
+	memset(out, 0, sizeof(*out));
+	fill(s, window, level, out);
+	free(s);
+	if (window_out)
+		*window_out = window;
+	return 0;
+}
+
+int stats_get(int level, CUfileStatsLevel3_t *out)
+{
+	if (level < 1 || level > 3 || stats_get_level() < level)
+		return -EINVAL;
+	return snapshot(level, out, NULL);
+}
+
+int stats_write_snapshot(const char *path)
+{
+	int level = stats_get_level();
+	struct ocf_stats_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	memcpy(f->magic, OCF_STATS_FILE_MAGIC, sizeof(OCF_STATS_FILE_MAGIC));
+	f->version = OCF_STATS_FILE_VERSION;
+	f->level = (uint32_t)level;
+	f->pid = (int32_t)getpid();
+	f->size = (uint32_t)sizeof(*f);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	f->written_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	int r = level > 0 ? snapshot(level, &f->stats, &f->window_ns) : 0;
+	char tmp[4200];
+	if (r == 0 && snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		r = -ENAMETOOLONG;
+	if (r == 0) {
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd < 0) {
+			r = -errno;
+		} else {
+			ssize_t w = write(fd, f, sizeof(*f));
+			if (w != (ssize_t)sizeof(*f))
+				r = w < 0 ? -errno : -EIO;
+			close(fd);
+			if (r == 0 && rename(tmp, path) != 0)
+				r = -errno;
+			if (r)
+				unlink(tmp);
+		}
+	}
+	free(f);
+	return r;
+}
+
+/* OPENCUFILE_STATS_FILE with "%p" replaced by the pid; false when unset. */
+static bool snapshot_path(char *buf, size_t len)
+{
+	const char *p = ocf_getenv("OPENCUFILE_STATS_FILE");
+	if (!p || !*p)
+		return false;
+	size_t o = 0;
+	for (; *p && o + 1 < len; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			int n = snprintf(buf + o, len - o, "%d", (int)getpid());
+			if (n < 0 || (size_t)n >= len - o)
+				return false;
+			o += (size_t)n;
+			p++;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
+	return *p == '\0';
+}
+
+static void write_snapshot_file(void)
+{
+	char path[4096];
+	if (!snapshot_path(path, sizeof(path)))
+		return;
+	int r = stats_write_snapshot(path);
+	if (r)
+		log_warn("cannot write the stats file %s: %s", path, strerror(-r));
+}
+
+/* At most one snapshot a second from the I/O path: the thread that wins the
+ * compare-and-swap writes it.  Relaxed: the timestamp only rate-limits. */
+static void maybe_snapshot(uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&last_snapshot_ns, memory_order_relaxed);
+	if (now - last < 1000000000u)
+		return;
+	if (!atomic_compare_exchange_strong_explicit(&last_snapshot_ns, &last, now, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	write_snapshot_file();
+}
+
+void stats_at_close(void)
+{
+	if (stats_get_level() > 0)
+		write_snapshot_file();
+}
+
+__attribute__((destructor)) static void stats_fini(void)
+{
+	/* The key's destructor lives in this library; a thread that exits
+	 * after the library is unloaded must not call it. */
+	if (key_made)
+		pthread_key_delete(block_key);
+}

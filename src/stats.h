@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * stats.h - cuFile statistics (levels 0-3) and the stats snapshot file.
+ *
+ * The API layer brackets each operation: t0 = stats_io_begin() (0 when
+ * statistics are off, which is all a disabled counter costs), then
+ * stats_io_done(..., t0, ...).  Histogram bucket i of read_size_kb_hist /
+ * write_size_kb_hist counts requests of size s KiB (rounded down) with
+ * s == 0 for i == 0 and 2^(i-1) <= s < 2^i for i >= 1; bucket 31 also takes
+ * every larger size.  So 4 KiB is bucket 3, 1 MiB bucket 11.
+ */
+#ifndef OCF_STATS_H_
+#define OCF_STATS_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cufile.h"
+
+#define OCF_STATS_MAX_GPUS 16
+
+uint64_t stats_io_begin(void);
+/* ret: bytes moved or a negative error; gpu: ordinal of device memory, -1
+ * for host memory; unaligned: file offset, size or memory address not
+ * 4 KiB aligned. */
+void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned);
+void stats_handle_register(bool ok);
+void stats_handle_deregister(bool ok);
+void stats_buf_register(bool ok);
+void stats_buf_deregister(bool ok);
+
+/* Level from profile.cufile_stats, unless cuFileSetStatsLevel chose one. */
+void stats_configure_at_open(int level);
+/* Called at driver close: writes the snapshot file if one is configured. */
+void stats_at_close(void);
+
+int stats_set_level(int level); /* 0 or -EINVAL */
+int stats_get_level(void);
+void stats_start(void);
+void stats_stop(void);
+void stats_reset(void);
+/* Fills out up to `level` (1..3); -EINVAL when the current level is lower. */
+int stats_get(int level, CUfileStatsLevel3_t *out);
+
+/* The snapshot file: written when OPENCUFILE_STATS_FILE names a path
+ * ("%p" in it becomes the process ID) and the level is > 0, at most once a
+ * second from the I/O path and at every driver close; atomically replaced
+ * (write to a temporary file, rename).  `gdscheck -s FILE` prints it. */
+#define OCF_STATS_FILE_MAGIC "OCFSTAT"
+#define OCF_STATS_FILE_VERSION 1
+struct ocf_stats_file {
+	char magic[8]; /* OCF_STATS_FILE_MAGIC, NUL padded */
+	uint32_t version;
+	uint32_t level;
+	int32_t pid;
+	uint32_t size; /* sizeof(struct ocf_stats_file) */
+	uint64_t written_unix_ns;
+	uint64_t window_ns; /* since the last start/reset */
+	CUfileStatsLevel3_t stats;
+};
+int stats_write_snapshot(const char *path);
+
+#endif /* OCF_STATS_H_ */

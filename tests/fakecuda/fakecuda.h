@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fakecuda.h - control interface of the stand-in CUDA driver used by the CPU
+ * test suite.  libfakecuda.so exports the CUDA driver entry points the
+ * library and the tests use (with the same symbol names as libcuda.so.1) and,
+ * in addition, the fakecuda_* functions below, which only tests call.
+ *
+ * Model: "device memory" lives in a reserved address range that is mapped
+ * PROT_NONE, so any direct load or store through a device pointer faults;
+ * its contents live in a shadow mapping that only the fake's copy functions
+ * touch.  Every allocation gets a fresh buffer ID; freed ranges are reused
+ * first-fit, so a free + realloc can return the same address with a new ID.
+ */
+#ifndef FAKECUDA_H_
+#define FAKECUDA_H_
+
+#include <cuda.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of fake GPUs reported by cuDeviceGetCount (default 2, or the value
+ * of FAKECUDA_DEVICE_COUNT).  Takes effect at the next cuInit. */
+void fakecuda_set_device_count(int n);
+
+/* Fail the nth call (1 = the very next one) of driver function `func`
+ * (exact symbol name, e.g. "cuMemcpyHtoDAsync_v2") with `err`; the call
+ * does nothing else.  nth = 0 removes the rule. */
+void fakecuda_fail_nth(const char *func, unsigned long nth, CUresult err);
+/* Fail every call of `func` from now on with `err` (until reset). */
+void fakecuda_fail_always(const char *func, CUresult err);
+/* Remove all failure rules. */
+void fakecuda_reset_faults(void);
+/* Calls made to `func` since the process started (failed calls included). */
+unsigned long fakecuda_call_count(const char *func);
+
+/* Live device/managed/VMM allocations and their total bytes. */
+size_t fakecuda_live_device_allocations(void);
+size_t fakecuda_live_device_bytes(void);
+/* Live pinned host allocations (cuMemHostAlloc/cuMemAllocHost) and host
+ * registrations (cuMemHostRegister) and their bytes. */
+size_t fakecuda_live_pinned_allocations(void);
+size_t fakecuda_live_pinned_bytes(void);
+size_t fakecuda_live_host_registrations(void);
+/* Live streams created with cuStreamCreate*. */
+size_t fakecuda_live_streams(void);
+
+/* 1 if CU_POINTER_ATTRIBUTE_SYNC_MEMOPS was set on the allocation that
+ * contains `ptr`, 0 if not, -1 if ptr is not fake device memory. */
+int fakecuda_sync_memops(CUdeviceptr ptr);
+
+/* Direct access to the bytes behind a fake device pointer, for tests that
+ * want to poison or inspect device memory without going through a copy.
+ * Returns NULL if [ptr, ptr+len) is not inside one live allocation. */
+void *fakecuda_shadow(CUdeviceptr ptr, size_t len);
+
+/* Delay, in microseconds, applied by stream workers before each queued
+ * operation (default 0, or FAKECUDA_STREAM_DELAY_US).  A library that
+ * forgets to synchronise a stream then reads stale data in tests. */
+void fakecuda_set_stream_delay_us(unsigned us);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FAKECUDA_H_ */

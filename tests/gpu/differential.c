@@ -1,0 +1,1618 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * differential.c - one table of cuFile behaviours, printed so that the run
+ * against NVIDIA's libcufile and the run against ours can be diffed.
+ *
+ * Built once against include/cufile.h, linked with -lcufile -lcuda and run
+ * twice (LD_LIBRARY_PATH=NVIDIA's lib dir, then LD_PRELOAD=our .so.0); see
+ * scripts/gpu-check.sh.
+ *
+ * Usage: differential [--dir DIR] [--list] [CASE...]
+ *   --dir DIR  scratch directory on a real disk (default ./gpu-scratch/diff)
+ *   --list     print the case names in order and exit (no CUDA, no cuFile)
+ *   CASE...    run only these cases, in this order (default: all)
+ *
+ * Output: lines "# ..." are comments; ">> NAME" is printed (and flushed)
+ * before each case so a crash shows where it happened; every result line is
+ * "NAME: RESULT" or "NAME.sub: RESULT" with no addresses and no timings.
+ * The last line of a complete run is "# done".
+ *
+ * No fork(): forking after CUDA initialisation is unsafe.  A case that kills
+ * the process is detected by the script, which reruns the remaining cases.
+ */
+#define _GNU_SOURCE
+#include <cufile.h>
+#include <cuda.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+#define FILL 0xEE
+/* Not a multiple of 4096, so EOF cases are unaligned. */
+#define DATA_SIZE ((off_t)(MiB + 1000))
+
+static char g_dir[PATH_MAX - 64] = "gpu-scratch/diff";
+static char g_data[PATH_MAX];
+static CUdevice g_dev;
+static CUcontext g_ctx;
+static int g_open_by_harness_or_case;
+
+/* ------------------------------------------------------------ formatting */
+
+static const char *cf_name(long v)
+{
+	switch (v) {
+#define N(x) case x: return #x;
+	N(CU_FILE_SUCCESS)
+	N(CU_FILE_DRIVER_NOT_INITIALIZED)
+	N(CU_FILE_DRIVER_INVALID_PROPS)
+	N(CU_FILE_DRIVER_UNSUPPORTED_LIMIT)
+	N(CU_FILE_DRIVER_VERSION_MISMATCH)
+	N(CU_FILE_DRIVER_VERSION_READ_ERROR)
+	N(CU_FILE_DRIVER_CLOSING)
+	N(CU_FILE_PLATFORM_NOT_SUPPORTED)
+	N(CU_FILE_IO_NOT_SUPPORTED)
+	N(CU_FILE_DEVICE_NOT_SUPPORTED)
+	N(CU_FILE_NVFS_DRIVER_ERROR)
+	N(CU_FILE_CUDA_DRIVER_ERROR)
+	N(CU_FILE_CUDA_POINTER_INVALID)
+	N(CU_FILE_CUDA_MEMORY_TYPE_INVALID)
+	N(CU_FILE_CUDA_POINTER_RANGE_ERROR)
+	N(CU_FILE_CUDA_CONTEXT_MISMATCH)
+	N(CU_FILE_INVALID_MAPPING_SIZE)
+	N(CU_FILE_INVALID_MAPPING_RANGE)
+	N(CU_FILE_INVALID_FILE_TYPE)
+	N(CU_FILE_INVALID_FILE_OPEN_FLAG)
+	N(CU_FILE_DIO_NOT_SET)
+	N(CU_FILE_INVALID_VALUE)
+	N(CU_FILE_MEMORY_ALREADY_REGISTERED)
+	N(CU_FILE_MEMORY_NOT_REGISTERED)
+	N(CU_FILE_PERMISSION_DENIED)
+	N(CU_FILE_DRIVER_ALREADY_OPEN)
+	N(CU_FILE_HANDLE_NOT_REGISTERED)
+	N(CU_FILE_HANDLE_ALREADY_REGISTERED)
+	N(CU_FILE_DEVICE_NOT_FOUND)
+	N(CU_FILE_INTERNAL_ERROR)
+	N(CU_FILE_GETNEWFD_FAILED)
+	N(CU_FILE_NVFS_SETUP_ERROR)
+	N(CU_FILE_IO_DISABLED)
+	N(CU_FILE_BATCH_SUBMIT_FAILED)
+	N(CU_FILE_GPU_MEMORY_PINNING_FAILED)
+	N(CU_FILE_BATCH_FULL)
+	N(CU_FILE_ASYNC_NOT_SUPPORTED)
+	N(CU_FILE_INTERNAL_BATCH_SETUP_ERROR)
+	N(CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR)
+	N(CU_FILE_INTERNAL_BATCH_GETSTATUS_ERROR)
+	N(CU_FILE_INTERNAL_BATCH_CANCEL_ERROR)
+	N(CU_FILE_NOMEM_ERROR)
+	N(CU_FILE_IO_ERROR)
+	N(CU_FILE_INTERNAL_BUF_REGISTER_ERROR)
+	N(CU_FILE_HASH_OPR_ERROR)
+	N(CU_FILE_INVALID_CONTEXT_ERROR)
+	N(CU_FILE_NVFS_INTERNAL_DRIVER_ERROR)
+	N(CU_FILE_BATCH_NOCOMPAT_ERROR)
+	N(CU_FILE_IO_MAX_ERROR)
+#undef N
+	}
+	return NULL;
+}
+
+/* Formatted results live in a small ring so a line can hold several. */
+static char *ring(void)
+{
+	static char bufs[16][256];
+	static unsigned i;
+	return bufs[i++ % 16];
+}
+
+static const char *E(CUfileError_t e)
+{
+	char *b = ring();
+	const char *n = cf_name((long)e.err);
+	int k = snprintf(b, 256, "%s(%d)", n ? n : "UNKNOWN", (int)e.err);
+	if (e.cu_err != CUDA_SUCCESS && k > 0 && k < 200)
+		snprintf(b + k, 256 - (size_t)k, "/cu_err=%d", (int)e.cu_err);
+	return b;
+}
+
+static const char *errno_name(int e)
+{
+	const char *n = strerrorname_np(e);
+	return n ? n : "E?";
+}
+
+/* ssize_t result of cuFileRead/cuFileWrite; errno only where it means something. */
+static const char *R(ssize_t r, int err)
+{
+	char *b = ring();
+	if (r == -1)
+		snprintf(b, 256, "-1/errno=%s", errno_name(err));
+	else if (r < 0) {
+		const char *n = cf_name((long)-r);
+		snprintf(b, 256, "-%s(%zd)", n ? n : "UNKNOWN", r);
+	} else
+		snprintf(b, 256, "%zd", r);
+	return b;
+}
+
+static void out(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void sub(const char *name, const char *s, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s.%s: ", name, s);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static unsigned char pat(off_t o)
+{
+	return (unsigned char)(((uint64_t)o * 131u) ^ ((uint64_t)o >> 9) ^ 0x5a);
+}
+
+static int prepare_data_file(void)
+{
+	unsigned char *buf = malloc((size_t)DATA_SIZE);
+	int fd;
+	off_t i;
+
+	if (!buf)
+		return -1;
+	for (i = 0; i < DATA_SIZE; i++)
+		buf[i] = pat(i);
+	snprintf(g_data, sizeof(g_data), "%s/data.bin", g_dir);
+	fd = open(g_data, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	if (fd < 0 || pwrite(fd, buf, (size_t)DATA_SIZE, 0) != DATA_SIZE) {
+		printf("# cannot write %s: %s\n", g_data, strerror(errno));
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	fsync(fd);
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+static CUfileError_t reg_fd_type(int fd, int type, CUfileHandle_t *fh)
+{
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = (CUfileFileHandleType)type;
+	d.handle.fd = fd;
+	d.fs_ops = NULL;
+	*fh = NULL;
+	return cuFileHandleRegister(fh, &d);
+}
+
+static CUfileError_t reg_fd(int fd, CUfileHandle_t *fh)
+{
+	return reg_fd_type(fd, CU_FILE_HANDLE_TYPE_OPAQUE_FD, fh);
+}
+
+/* Open path with flags and register it; on failure of open() prints and returns -1. */
+static int open_reg(const char *name, const char *path, int flags, CUfileHandle_t *fh,
+		    CUfileError_t *e)
+{
+	int fd = open(path, flags, 0644);
+	if (fd < 0) {
+		out(name, "SETUP open(%s) failed errno=%s", path, errno_name(errno));
+		return -1;
+	}
+	*e = reg_fd(fd, fh);
+	return fd;
+}
+
+static CUdeviceptr dalloc(size_t n)
+{
+	CUdeviceptr p = 0;
+	CUresult r = cuMemAlloc(&p, n);
+	if (r != CUDA_SUCCESS) {
+		printf("# cuMemAlloc(%zu) failed: %d\n", n, (int)r);
+		return 0;
+	}
+	cuMemsetD8(p, FILL, n);
+	cuCtxSynchronize();
+	return p;
+}
+
+static void dfill(CUdeviceptr p, size_t n)
+{
+	cuMemsetD8(p, FILL, n);
+	cuCtxSynchronize();
+}
+
+/*
+ * Check `len` bytes of memory at p (device or host): [boff, boff+count)
+ * must hold the file pattern from foff, every other byte FILL.
+ */
+static const char *check_mem(const void *hostp, CUdeviceptr devp, size_t len, size_t boff,
+			     off_t foff, ssize_t count)
+{
+	char *b = ring();
+	unsigned char *h;
+	size_t i, bad_data = 0, bad_guard = 0;
+
+	if (count < 0)
+		count = 0;
+	if (hostp) {
+		h = (unsigned char *)hostp;
+	} else {
+		h = malloc(len);
+		if (!h) {
+			snprintf(b, 256, "data=? guard=?");
+			return b;
+		}
+		cuCtxSynchronize();
+		if (cuMemcpyDtoH(h, devp, len) != CUDA_SUCCESS) {
+			free(h);
+			snprintf(b, 256, "data=copyfail guard=copyfail");
+			return b;
+		}
+	}
+	for (i = 0; i < len; i++) {
+		if (i >= boff && i < boff + (size_t)count) {
+			if (h[i] != pat(foff + (off_t)(i - boff)))
+				bad_data++;
+		} else if (h[i] != FILL) {
+			bad_guard++;
+		}
+	}
+	if (!hostp)
+		free(h);
+	if (bad_data)
+		snprintf(b, 256, "data=bad guard=%s", bad_guard ? "bad" : "ok");
+	else
+		snprintf(b, 256, "data=ok guard=%s", bad_guard ? "bad" : "ok");
+	return b;
+}
+
+static const char *check_dev(CUdeviceptr p, size_t len, size_t boff, off_t foff, ssize_t count)
+{
+	return check_mem(NULL, p, len, boff, foff, count);
+}
+
+/* Read 64 KiB at file offset 4096 into [p, p+len) and check. */
+static void read_check(const char *name, const char *what, CUfileHandle_t fh, void *base,
+		       const void *hostp, CUdeviceptr devp, size_t len)
+{
+	ssize_t r;
+	int err;
+	errno = 0;
+	r = cuFileRead(fh, base, 64 * KiB, 4096, 0);
+	err = errno;
+	sub(name, what, "ret=%s %s", R(r, err), check_mem(hostp, devp, len, 0, 4096, r));
+}
+
+/* ------------------------------------------------------------ the cases */
+
+#define CASE(fn) static void fn(const char *name)
+
+/* --- before the driver is open */
+
+CASE(version_before_open)
+{
+	int v = -1;
+	CUfileError_t e = cuFileGetVersion(&v);
+	out(name, "%s version=%d", E(e), v);
+}
+
+CASE(version_null)
+{
+	CUfileError_t e = cuFileGetVersion(NULL);
+	out(name, "%s", E(e));
+}
+
+CASE(usecount_before_open)
+{
+	out(name, "%ld", cuFileUseCount());
+}
+
+CASE(close_not_open)
+{
+	CUfileError_t e = cuFileDriverClose();
+	out(name, "%s usecount=%ld", E(e), cuFileUseCount());
+}
+
+static const char *sizet_names[] = {
+	"PROFILE_STATS", "EXECUTION_MAX_IO_QUEUE_DEPTH", "EXECUTION_MAX_IO_THREADS",
+	"EXECUTION_MIN_IO_THRESHOLD_SIZE_KB", "EXECUTION_MAX_REQUEST_PARALLELISM",
+	"PROPERTIES_MAX_DIRECT_IO_SIZE_KB", "PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB",
+	"PROPERTIES_PER_BUFFER_CACHE_SIZE_KB", "PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB",
+	"PROPERTIES_IO_BATCHSIZE", "POLLTHRESHOLD_SIZE_KB", "PROPERTIES_BATCH_IO_TIMEOUT_MS",
+};
+static const char *bool_names[] = {
+	"PROPERTIES_USE_POLL_MODE", "PROPERTIES_ALLOW_COMPAT_MODE", "FORCE_COMPAT_MODE",
+	"FS_MISC_API_CHECK_AGGRESSIVE", "EXECUTION_PARALLEL_IO", "PROFILE_NVTX",
+	"PROPERTIES_ALLOW_SYSTEM_MEMORY", "USE_PCIP2PDMA", "PREFER_IO_URING",
+	"FORCE_ODIRECT_MODE", "SKIP_TOPOLOGY_DETECTION", "STREAM_MEMOPS_BYPASS",
+};
+static const char *string_names[] = {"LOGGING_LEVEL", "ENV_LOGFILE_PATH", "LOG_DIR"};
+
+static void print_params(const char *name)
+{
+	size_t i;
+	char s[64];
+	for (i = 0; i < sizeof(sizet_names) / sizeof(sizet_names[0]); i++) {
+		size_t v = 0, mn = 0, mx = 0;
+		CUfileError_t e = cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)i, &v);
+		CUfileError_t e2 = cuFileGetParameterMinMaxValue((CUFileSizeTConfigParameter_t)i,
+								 &mn, &mx);
+		snprintf(s, sizeof(s), "sizet.%s", sizet_names[i]);
+		sub(name, s, "%s value=%zu minmax=%s %zu..%zu", E(e), v, E(e2), mn, mx);
+	}
+	for (i = 0; i < sizeof(bool_names) / sizeof(bool_names[0]); i++) {
+		bool v = false;
+		CUfileError_t e = cuFileGetParameterBool((CUFileBoolConfigParameter_t)i, &v);
+		snprintf(s, sizeof(s), "bool.%s", bool_names[i]);
+		sub(name, s, "%s value=%d", E(e), (int)v);
+	}
+	for (i = 0; i < sizeof(string_names) / sizeof(string_names[0]); i++) {
+		char v[512];
+		CUfileError_t e;
+		v[0] = '\0';
+		e = cuFileGetParameterString((CUFileStringConfigParameter_t)i, v, (int)sizeof(v));
+		snprintf(s, sizeof(s), "string.%s", string_names[i]);
+		/* paths differ between runs (log file path): print only whether set */
+		if (i == 0)
+			sub(name, s, "%s value=%s", E(e), v);
+		else
+			sub(name, s, "%s set=%d", E(e), v[0] != '\0');
+	}
+}
+
+CASE(params_closed)
+{
+	print_params(name);
+	out(name, "usecount=%ld", cuFileUseCount());
+}
+
+/* --- opening */
+
+CASE(driver_open)
+{
+	CUfileError_t e = cuFileDriverOpen();
+	if (e.err == CU_FILE_SUCCESS)
+		g_open_by_harness_or_case = 1;
+	out(name, "%s usecount=%ld", E(e), cuFileUseCount());
+}
+
+CASE(driver_open_nested)
+{
+	long n0 = cuFileUseCount();
+	CUfileError_t e1 = cuFileDriverOpen();
+	long n1 = cuFileUseCount();
+	CUfileError_t e2 = cuFileDriverClose();
+	long n2 = cuFileUseCount();
+	out(name, "before=%ld open=%s after_open=%ld close=%s after_close=%ld", n0, E(e1), n1,
+	    E(e2), n2);
+}
+
+CASE(props)
+{
+	CUfileDrvProps_t p;
+	CUfileError_t e;
+	memset(&p, 0, sizeof(p));
+	e = cuFileDriverGetProperties(&p);
+	out(name, "%s", E(e));
+	sub(name, "nvfs.major_version", "%u", p.nvfs.major_version);
+	sub(name, "nvfs.minor_version", "%u", p.nvfs.minor_version);
+	sub(name, "nvfs.poll_thresh_size", "%zu", p.nvfs.poll_thresh_size);
+	sub(name, "nvfs.max_direct_io_size", "%zu", p.nvfs.max_direct_io_size);
+	sub(name, "nvfs.dstatusflags", "0x%x", p.nvfs.dstatusflags);
+	sub(name, "nvfs.dcontrolflags", "0x%x", p.nvfs.dcontrolflags);
+	sub(name, "fflags", "0x%x", p.fflags);
+	sub(name, "max_device_cache_size", "%u", p.max_device_cache_size);
+	sub(name, "per_buffer_cache_size", "%u", p.per_buffer_cache_size);
+	sub(name, "max_device_pinned_mem_size", "%u", p.max_device_pinned_mem_size);
+	sub(name, "max_batch_io_size", "%u", p.max_batch_io_size);
+	sub(name, "max_batch_io_timeout_msecs", "%u", p.max_batch_io_timeout_msecs);
+}
+
+CASE(props_null)
+{
+	out(name, "%s", E(cuFileDriverGetProperties(NULL)));
+}
+
+CASE(version_after_open)
+{
+	int v = -1;
+	CUfileError_t e = cuFileGetVersion(&v);
+	out(name, "%s version=%d", E(e), v);
+}
+
+CASE(params_open)
+{
+	print_params(name);
+}
+
+CASE(set_param_while_open)
+{
+	CUfileError_t e1 = cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 4);
+	CUfileError_t e2 = cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_USE_POLL_MODE, false);
+	out(name, "sizet=%s bool=%s", E(e1), E(e2));
+}
+
+CASE(stats_level)
+{
+	int lvl = -1;
+	CUfileError_t e = cuFileGetStatsLevel(&lvl);
+	CUfileError_t e2 = cuFileSetStatsLevel(99);
+	out(name, "get=%s level=%d set99=%s", E(e), lvl, E(e2));
+}
+
+/* --- handle registration */
+
+static void report_reg(const char *name, CUfileError_t e, CUfileHandle_t fh)
+{
+	out(name, "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS && fh)
+		cuFileHandleDeregister(fh);
+}
+
+CASE(reg_null_fh)
+{
+	int fd = open(g_data, O_RDONLY);
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	out(name, "%s", E(cuFileHandleRegister(NULL, &d)));
+	close(fd);
+}
+
+CASE(reg_null_descr)
+{
+	CUfileHandle_t fh = NULL;
+	CUfileError_t e = cuFileHandleRegister(&fh, NULL);
+	report_reg(name, e, fh);
+}
+
+static void reg_type_case(const char *name, int type)
+{
+	CUfileHandle_t fh;
+	int fd = open(g_data, O_RDONLY);
+	CUfileError_t e = reg_fd_type(fd, type, &fh);
+	report_reg(name, e, fh);
+	close(fd);
+}
+
+CASE(reg_type0) { reg_type_case(name, 0); }
+CASE(reg_type_win32) { reg_type_case(name, CU_FILE_HANDLE_TYPE_OPAQUE_WIN32); }
+CASE(reg_type99) { reg_type_case(name, 99); }
+CASE(reg_userspace_fs_null_ops) { reg_type_case(name, CU_FILE_HANDLE_TYPE_USERSPACE_FS); }
+
+CASE(reg_fd_neg)
+{
+	CUfileHandle_t fh;
+	CUfileError_t e = reg_fd(-1, &fh);
+	report_reg(name, e, fh);
+}
+
+CASE(reg_fd_closed)
+{
+	CUfileHandle_t fh;
+	int fd = open(g_data, O_RDONLY);
+	CUfileError_t e;
+	close(fd);
+	e = reg_fd(fd, &fh);
+	report_reg(name, e, fh);
+}
+
+static void reg_path_case(const char *name, const char *path, int flags)
+{
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	int fd = open_reg(name, path, flags, &fh, &e);
+	if (fd < 0)
+		return;
+	report_reg(name, e, fh);
+	close(fd);
+}
+
+CASE(reg_dir) { reg_path_case(name, g_dir, O_RDONLY | O_DIRECTORY); }
+CASE(reg_devnull) { reg_path_case(name, "/dev/null", O_RDWR); }
+CASE(reg_append) { reg_path_case(name, g_data, O_WRONLY | O_APPEND); }
+CASE(reg_nonblock) { reg_path_case(name, g_data, O_RDONLY | O_NONBLOCK); }
+CASE(reg_opath) { reg_path_case(name, g_data, O_PATH); }
+CASE(reg_rdonly) { reg_path_case(name, g_data, O_RDONLY); }
+CASE(reg_wronly) { reg_path_case(name, g_data, O_WRONLY); }
+CASE(reg_rdwr) { reg_path_case(name, g_data, O_RDWR); }
+CASE(reg_odirect) { reg_path_case(name, g_data, O_RDWR | O_DIRECT); }
+CASE(reg_odirect_rdonly) { reg_path_case(name, g_data, O_RDONLY | O_DIRECT); }
+
+CASE(reg_pipe)
+{
+	int p[2];
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	if (pipe(p) != 0) {
+		out(name, "SETUP pipe failed");
+		return;
+	}
+	e = reg_fd(p[0], &fh);
+	report_reg(name, e, fh);
+	close(p[0]);
+	close(p[1]);
+}
+
+CASE(reg_socket)
+{
+	int s[2];
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0) {
+		out(name, "SETUP socketpair failed");
+		return;
+	}
+	e = reg_fd(s[0], &fh);
+	report_reg(name, e, fh);
+	close(s[0]);
+	close(s[1]);
+}
+
+CASE(reg_fopen)
+{
+	FILE *f = fopen(g_data, "r");
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	if (!f) {
+		out(name, "SETUP fopen failed");
+		return;
+	}
+	e = reg_fd(fileno(f), &fh);
+	report_reg(name, e, fh);
+	fclose(f);
+}
+
+CASE(reg_same_fd_twice)
+{
+	CUfileHandle_t fh1, fh2;
+	CUfileError_t e1, e2;
+	int fd = open_reg(name, g_data, O_RDONLY, &fh1, &e1);
+	if (fd < 0)
+		return;
+	e2 = reg_fd(fd, &fh2);
+	out(name, "first=%s second=%s same_handle=%d", E(e1), E(e2),
+	    e2.err == CU_FILE_SUCCESS ? fh1 == fh2 : -1);
+	if (e2.err == CU_FILE_SUCCESS && fh2 != fh1)
+		cuFileHandleDeregister(fh2);
+	if (e1.err == CU_FILE_SUCCESS)
+		cuFileHandleDeregister(fh1);
+	close(fd);
+}
+
+CASE(reg_dup_fd)
+{
+	CUfileHandle_t fh1, fh2;
+	CUfileError_t e1, e2;
+	int fd = open_reg(name, g_data, O_RDONLY, &fh1, &e1);
+	int fd2;
+	if (fd < 0)
+		return;
+	fd2 = dup(fd);
+	e2 = reg_fd(fd2, &fh2);
+	out(name, "first=%s dup=%s", E(e1), E(e2));
+	if (e2.err == CU_FILE_SUCCESS)
+		cuFileHandleDeregister(fh2);
+	if (e1.err == CU_FILE_SUCCESS)
+		cuFileHandleDeregister(fh1);
+	close(fd2);
+	close(fd);
+}
+
+CASE(dereg_null)
+{
+	cuFileHandleDeregister(NULL);
+	out(name, "ok");
+}
+
+CASE(dereg_twice)
+{
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	int fd = open_reg(name, g_data, O_RDONLY, &fh, &e);
+	if (fd < 0)
+		return;
+	if (e.err == CU_FILE_SUCCESS) {
+		cuFileHandleDeregister(fh);
+		cuFileHandleDeregister(fh);
+	}
+	out(name, "reg=%s ok", E(e));
+	close(fd);
+}
+
+CASE(reg_after_dereg)
+{
+	CUfileHandle_t fh, fh2;
+	CUfileError_t e, e2;
+	int fd = open_reg(name, g_data, O_RDONLY, &fh, &e);
+	if (fd < 0)
+		return;
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileHandleDeregister(fh);
+	e2 = reg_fd(fd, &fh2);
+	out(name, "first=%s again=%s", E(e), E(e2));
+	if (e2.err == CU_FILE_SUCCESS)
+		cuFileHandleDeregister(fh2);
+	close(fd);
+}
+
+/* --- buffer registration */
+
+CASE(buf_null)
+{
+	out(name, "%s", E(cuFileBufRegister(NULL, 4096, 0)));
+}
+
+CASE(buf_len0)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)p, 0, 0);
+	out(name, "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)p);
+	cuMemFree(p);
+}
+
+CASE(buf_bad_flags)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)p, MiB, 0x100);
+	out(name, "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)p);
+	cuMemFree(p);
+}
+
+CASE(buf_dev_ok)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)p, MiB, 0);
+	CUfileError_t d = cuFileBufDeregister((void *)p);
+	out(name, "reg=%s dereg=%s", E(e), E(d));
+	cuMemFree(p);
+}
+
+CASE(buf_unaligned_base)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)(p + 3), 64 * KiB, 0);
+	CUfileError_t d = cuFileBufDeregister((void *)(p + 3));
+	out(name, "reg=%s dereg=%s", E(e), E(d));
+	cuMemFree(p);
+}
+
+CASE(buf_interior)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)(p + 64 * KiB), 128 * KiB, 0);
+	CUfileError_t d = cuFileBufDeregister((void *)(p + 64 * KiB));
+	out(name, "reg=%s dereg=%s", E(e), E(d));
+	cuMemFree(p);
+}
+
+CASE(buf_len_past)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)p, MiB + 4096, 0);
+	out(name, "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)p);
+	cuMemFree(p);
+}
+
+CASE(buf_twice)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e1 = cuFileBufRegister((void *)p, MiB, 0);
+	CUfileError_t e2 = cuFileBufRegister((void *)p, MiB, 0);
+	CUfileError_t d1 = cuFileBufDeregister((void *)p);
+	CUfileError_t d2 = cuFileBufDeregister((void *)p);
+	out(name, "first=%s second=%s dereg1=%s dereg2=%s", E(e1), E(e2), E(d1), E(d2));
+	cuMemFree(p);
+}
+
+CASE(buf_overlap)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e1 = cuFileBufRegister((void *)p, 512 * KiB, 0);
+	CUfileError_t e2 = cuFileBufRegister((void *)(p + 256 * KiB), 512 * KiB, 0);
+	CUfileError_t d2 = cuFileBufDeregister((void *)(p + 256 * KiB));
+	CUfileError_t d1 = cuFileBufDeregister((void *)p);
+	out(name, "first=%s overlap=%s dereg_overlap=%s dereg_first=%s", E(e1), E(e2), E(d2),
+	    E(d1));
+	cuMemFree(p);
+}
+
+/* Register [ptr, len), read 64 KiB into it, check, deregister. */
+static void reg_read_case(const char *name, void *ptr, int is_host, size_t len)
+{
+	CUfileHandle_t fh;
+	CUfileError_t e, d, he;
+	int fd;
+
+	if (is_host) {
+		memset(ptr, FILL, len);
+	} else {
+		dfill((CUdeviceptr)ptr, len);
+	}
+	e = cuFileBufRegister(ptr, len, 0);
+	out(name, "reg=%s", E(e));
+	fd = open_reg(name, g_data, O_RDONLY, &fh, &he);
+	if (fd >= 0 && he.err == CU_FILE_SUCCESS) {
+		read_check(name, "read", fh, ptr, is_host ? ptr : NULL, is_host ? 0 : (CUdeviceptr)ptr,
+			   len);
+		cuFileHandleDeregister(fh);
+	} else if (fd >= 0) {
+		sub(name, "read", "SETUP handle %s", E(he));
+	}
+	if (fd >= 0)
+		close(fd);
+	d = cuFileBufDeregister(ptr);
+	sub(name, "dereg", "%s", E(d));
+}
+
+CASE(buf_host_malloc)
+{
+	void *h = malloc(MiB);
+	reg_read_case(name, h, 1, 256 * KiB);
+	free(h);
+}
+
+CASE(buf_host_pinned)
+{
+	void *h = NULL;
+	CUresult r = cuMemHostAlloc(&h, MiB, 0);
+	if (r != CUDA_SUCCESS) {
+		out(name, "SETUP cuMemHostAlloc failed %d", (int)r);
+		return;
+	}
+	reg_read_case(name, h, 1, 256 * KiB);
+	cuMemFreeHost(h);
+}
+
+CASE(buf_managed)
+{
+	CUdeviceptr p = 0;
+	CUresult r = cuMemAllocManaged(&p, MiB, CU_MEM_ATTACH_GLOBAL);
+	if (r != CUDA_SUCCESS) {
+		out(name, "SETUP cuMemAllocManaged failed %d", (int)r);
+		return;
+	}
+	reg_read_case(name, (void *)p, 0, 256 * KiB);
+	cuMemFree(p);
+}
+
+CASE(buf_vmm)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc ad;
+	CUmemGenericAllocationHandle h = 0;
+	CUdeviceptr p = 0;
+	size_t gran = 0, size = 2 * MiB;
+	CUresult r;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = g_dev;
+	r = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	if (r == CUDA_SUCCESS && gran > 0)
+		size = (size + gran - 1) / gran * gran;
+	if (r == CUDA_SUCCESS)
+		r = cuMemCreate(&h, size, &prop, 0);
+	if (r == CUDA_SUCCESS)
+		r = cuMemAddressReserve(&p, size, 0, 0, 0);
+	if (r == CUDA_SUCCESS)
+		r = cuMemMap(p, size, 0, h, 0);
+	if (r == CUDA_SUCCESS) {
+		memset(&ad, 0, sizeof(ad));
+		ad.location = prop.location;
+		ad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		r = cuMemSetAccess(p, size, &ad, 1);
+	}
+	if (r != CUDA_SUCCESS) {
+		out(name, "SETUP VMM failed %d", (int)r);
+	} else {
+		reg_read_case(name, (void *)p, 0, 256 * KiB);
+	}
+	if (p) {
+		cuMemUnmap(p, size);
+		cuMemAddressFree(p, size);
+	}
+	if (h)
+		cuMemRelease(h);
+}
+
+CASE(buf_pool)
+{
+	CUstream s = NULL;
+	CUdeviceptr p = 0;
+	CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+	if (r == CUDA_SUCCESS)
+		r = cuMemAllocAsync(&p, MiB, s);
+	if (r == CUDA_SUCCESS)
+		r = cuStreamSynchronize(s);
+	if (r != CUDA_SUCCESS) {
+		out(name, "SETUP cuMemAllocAsync failed %d", (int)r);
+	} else {
+		reg_read_case(name, (void *)p, 0, 256 * KiB);
+		cuMemFreeAsync(p, s);
+		cuStreamSynchronize(s);
+	}
+	if (s)
+		cuStreamDestroy(s);
+}
+
+/* --- buffer deregistration */
+
+CASE(bufdereg_unknown)
+{
+	CUdeviceptr p = dalloc(MiB);
+	out(name, "%s", E(cuFileBufDeregister((void *)p)));
+	cuMemFree(p);
+}
+
+CASE(bufdereg_host_unknown)
+{
+	void *h = calloc(1, 4096);
+	out(name, "%s", E(cuFileBufDeregister(h)));
+	free(h);
+}
+
+CASE(bufdereg_interior)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)p, MiB, 0);
+	CUfileError_t d1 = cuFileBufDeregister((void *)(p + 4096));
+	CUfileError_t d2 = cuFileBufDeregister((void *)p);
+	out(name, "reg=%s interior=%s base=%s", E(e), E(d1), E(d2));
+	cuMemFree(p);
+}
+
+CASE(bufdereg_null)
+{
+	out(name, "%s", E(cuFileBufDeregister(NULL)));
+}
+
+CASE(bufdereg_twice)
+{
+	CUdeviceptr p = dalloc(MiB);
+	CUfileError_t e = cuFileBufRegister((void *)p, MiB, 0);
+	CUfileError_t d1 = cuFileBufDeregister((void *)p);
+	CUfileError_t d2 = cuFileBufDeregister((void *)p);
+	out(name, "reg=%s first=%s second=%s", E(e), E(d1), E(d2));
+	cuMemFree(p);
+}
+
+/* --- read / write */
+
+/* One handle on the data file and one 1 MiB device buffer, for the rw cases. */
+struct rw {
+	int fd;
+	CUfileHandle_t fh;
+	CUdeviceptr p;
+	size_t len;
+	int ok;
+};
+
+static struct rw rw_setup(const char *name, int flags, size_t len)
+{
+	struct rw s;
+	CUfileError_t e;
+	memset(&s, 0, sizeof(s));
+	s.len = len;
+	s.fd = open_reg(name, g_data, flags, &s.fh, &e);
+	if (s.fd < 0)
+		return s;
+	if (e.err != CU_FILE_SUCCESS) {
+		out(name, "SETUP handle %s", E(e));
+		close(s.fd);
+		s.fd = -1;
+		return s;
+	}
+	s.p = dalloc(len);
+	s.ok = s.p != 0;
+	return s;
+}
+
+static void rw_teardown(struct rw *s)
+{
+	if (s->fd >= 0) {
+		cuFileHandleDeregister(s->fh);
+		close(s->fd);
+	}
+	if (s->p)
+		cuMemFree(s->p);
+}
+
+/* Read and report ret + data check with buffer offset boff from base p+base_off. */
+static void rw_read_report(const char *name, struct rw *s, size_t base_off, size_t size,
+			   off_t foff, off_t boff)
+{
+	ssize_t r;
+	int err;
+	dfill(s->p, s->len);
+	errno = 0;
+	r = cuFileRead(s->fh, (void *)(s->p + base_off), size, foff, boff);
+	err = errno;
+	out(name, "ret=%s %s", R(r, err),
+	    check_dev(s->p, s->len, base_off + (size_t)boff, foff, r));
+}
+
+CASE(rw_null_handle)
+{
+	CUdeviceptr p = dalloc(MiB);
+	ssize_t r;
+	int err;
+	errno = 0;
+	r = cuFileRead(NULL, (void *)p, 4096, 0, 0);
+	err = errno;
+	out(name, "ret=%s", R(r, err));
+	cuMemFree(p);
+}
+
+CASE(rw_dereg_handle)
+{
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	CUdeviceptr p;
+	ssize_t r;
+	int err;
+	int fd = open_reg(name, g_data, O_RDONLY, &fh, &e);
+	if (fd < 0)
+		return;
+	p = dalloc(MiB);
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileHandleDeregister(fh);
+	errno = 0;
+	r = cuFileRead(fh, (void *)p, 4096, 0, 0);
+	err = errno;
+	out(name, "reg=%s ret=%s", E(e), R(r, err));
+	close(fd);
+	cuMemFree(p);
+}
+
+CASE(rw_null_buf)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	ssize_t r;
+	int err;
+	if (!s.ok)
+		goto done;
+	errno = 0;
+	r = cuFileRead(s.fh, NULL, 4096, 0, 0);
+	err = errno;
+	out(name, "ret=%s", R(r, err));
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_size0)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 0, 0, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_basic_unregistered)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, MiB, 0, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_basic_registered)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileError_t e;
+	if (!s.ok)
+		goto done;
+	e = cuFileBufRegister((void *)s.p, s.len, 0);
+	sub(name, "reg", "%s", E(e));
+	rw_read_report(name, &s, 0, MiB, 0, 0);
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)s.p);
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_neg_file_off)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 4096, -4096, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_neg_buf_off)
+{
+	/* Base is 64 KiB inside the allocation, so -4096 still lands in memory. */
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileError_t e;
+	if (!s.ok)
+		goto done;
+	e = cuFileBufRegister((void *)(s.p + 64 * KiB), 512 * KiB, 0);
+	sub(name, "reg", "%s", E(e));
+	rw_read_report(name, &s, 64 * KiB, 4096, 0, -4096);
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)(s.p + 64 * KiB));
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_neg_buf_off_unregistered)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 64 * KiB, 4096, 0, -4096);
+	rw_teardown(&s);
+}
+
+CASE(rw_reg_past)
+{
+	/* Registered 64 KiB; read 64 KiB at buffer offset 32 KiB: past the
+	 * registration but inside the 1 MiB allocation. */
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileError_t e;
+	if (!s.ok)
+		goto done;
+	e = cuFileBufRegister((void *)s.p, 64 * KiB, 0);
+	sub(name, "reg", "%s", E(e));
+	rw_read_report(name, &s, 0, 64 * KiB, 0, 32 * KiB);
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)s.p);
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_read_wronly)
+{
+	struct rw s = rw_setup(name, O_WRONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 4096, 0, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_write_rdonly)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	ssize_t r;
+	int err;
+	if (!s.ok)
+		goto done;
+	errno = 0;
+	r = cuFileWrite(s.fh, (void *)s.p, 4096, 0, 0);
+	err = errno;
+	out(name, "ret=%s", R(r, err));
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_read_at_eof)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 4096, DATA_SIZE, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_read_cross_eof)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 4096, DATA_SIZE - 1000, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_read_cross_eof_odirect)
+{
+	struct rw s = rw_setup(name, O_RDONLY | O_DIRECT, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 8192, DATA_SIZE - 1000, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_read_past_eof)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 4096, DATA_SIZE + 8192, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_odirect_aligned)
+{
+	struct rw s = rw_setup(name, O_RDONLY | O_DIRECT, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 256 * KiB, 4096, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_odirect_unaligned_off)
+{
+	struct rw s = rw_setup(name, O_RDONLY | O_DIRECT, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 8192, 100, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_odirect_unaligned_size)
+{
+	struct rw s = rw_setup(name, O_RDONLY | O_DIRECT, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 5000, 4096, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_unaligned_buf_off)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 8192, 0, 3);
+	rw_teardown(&s);
+}
+
+CASE(rw_odirect_unaligned_buf_off)
+{
+	struct rw s = rw_setup(name, O_RDONLY | O_DIRECT, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 8192, 0, 3);
+	rw_teardown(&s);
+}
+
+CASE(rw_1byte)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		rw_read_report(name, &s, 0, 1, 12345, 0);
+	rw_teardown(&s);
+}
+
+CASE(rw_reg_interior)
+{
+	/* Register [p+64K, +256K); read 128K at buffer offset 4K, file offset 8K. */
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileError_t e;
+	if (!s.ok)
+		goto done;
+	e = cuFileBufRegister((void *)(s.p + 64 * KiB), 256 * KiB, 0);
+	sub(name, "reg", "%s", E(e));
+	rw_read_report(name, &s, 64 * KiB, 128 * KiB, 8192, 4096);
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBufDeregister((void *)(s.p + 64 * KiB));
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_host_pinned_read)
+{
+	void *h = NULL;
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	int fd;
+	if (cuMemHostAlloc(&h, MiB, 0) != CUDA_SUCCESS) {
+		out(name, "SETUP cuMemHostAlloc failed");
+		return;
+	}
+	fd = open_reg(name, g_data, O_RDONLY, &fh, &e);
+	if (fd >= 0 && e.err == CU_FILE_SUCCESS) {
+		memset(h, FILL, MiB);
+		read_check(name, "unregistered", fh, h, h, 0, MiB);
+		cuFileHandleDeregister(fh);
+	} else if (fd >= 0) {
+		out(name, "SETUP handle %s", E(e));
+	}
+	if (fd >= 0)
+		close(fd);
+	cuMemFreeHost(h);
+}
+
+/* Write `size` pattern bytes (pattern of offset foff) at foff, then check the file. */
+static void write_case(const char *name, int flags, size_t size, off_t foff)
+{
+	char path[PATH_MAX];
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	unsigned char *h = malloc(size + 1), *back = malloc(size + 1);
+	CUdeviceptr p = dalloc(size + 4096);
+	ssize_t r, rb;
+	int fd, err, fd2;
+	size_t i, bad = 0;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/write-%s.bin", g_dir, name);
+	unlink(path);
+	if (!h || !back || !p) {
+		out(name, "SETUP alloc failed");
+		goto done;
+	}
+	for (i = 0; i < size; i++)
+		h[i] = pat(foff + (off_t)i);
+	cuMemcpyHtoD(p, h, size);
+	fd = open_reg(name, path, flags | O_CREAT | O_TRUNC, &fh, &e);
+	if (fd < 0)
+		goto done;
+	if (e.err != CU_FILE_SUCCESS) {
+		out(name, "SETUP handle %s", E(e));
+		close(fd);
+		goto done;
+	}
+	errno = 0;
+	r = cuFileWrite(fh, (void *)p, size, foff, 0);
+	err = errno;
+	cuFileHandleDeregister(fh);
+	close(fd);
+	fd2 = open(path, O_RDONLY);
+	rb = fd2 >= 0 ? pread(fd2, back, size, foff) : -1;
+	if (fd2 >= 0 && fstat(fd2, &st) != 0)
+		st.st_size = -1;
+	if (fd2 >= 0)
+		close(fd2);
+	for (i = 0; rb > 0 && i < (size_t)rb; i++)
+		if (back[i] != h[i])
+			bad++;
+	out(name, "ret=%s file_size=%lld readback=%zd file=%s", R(r, err),
+	    fd2 >= 0 ? (long long)st.st_size : -1LL, rb,
+	    (r > 0 && rb >= r && bad == 0) ? "ok" : (bad ? "bad" : "n/a"));
+done:
+	unlink(path);
+	free(h);
+	free(back);
+	if (p)
+		cuMemFree(p);
+}
+
+CASE(rw_write_basic) { write_case(name, O_RDWR, 100000, 0); }
+CASE(rw_write_offset) { write_case(name, O_WRONLY, 5000, 12345); }
+CASE(rw_write_odirect_aligned) { write_case(name, O_RDWR | O_DIRECT, 256 * KiB, 4096); }
+CASE(rw_write_odirect_unaligned) { write_case(name, O_RDWR | O_DIRECT, 5000, 100); }
+
+CASE(rw_realloc_same_addr)
+{
+	/* Register, free, reallocate (often the same address), read without
+	 * deregistering first. */
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUdeviceptr old, q = 0;
+	CUfileError_t e, d1, d2;
+	if (!s.ok)
+		goto done;
+	old = s.p;
+	e = cuFileBufRegister((void *)old, MiB, 0);
+	cuMemFree(old);
+	s.p = 0;
+	if (cuMemAlloc(&q, MiB) != CUDA_SUCCESS) {
+		out(name, "SETUP realloc failed");
+		goto done;
+	}
+	s.p = q;
+	sub(name, "reg", "%s same_addr=%s", E(e), q == old ? "yes" : "no");
+	rw_read_report(name, &s, 0, 64 * KiB, 4096, 0);
+	d1 = cuFileBufDeregister((void *)q);
+	d2 = q == old ? d1 : cuFileBufDeregister((void *)old);
+	sub(name, "dereg", "new=%s old=%s", E(d1), E(d2));
+done:
+	rw_teardown(&s);
+}
+
+CASE(rw_unreg_past_alloc)
+{
+	/* Unregistered 64 KiB allocation, 128 KiB read: runs past the end of
+	 * the allocation (may scribble over neighbouring memory if accepted). */
+	struct rw s = rw_setup(name, O_RDONLY, 64 * KiB);
+	ssize_t r;
+	int err;
+	if (!s.ok)
+		goto done;
+	errno = 0;
+	r = cuFileRead(s.fh, (void *)s.p, 128 * KiB, 0, 0);
+	err = errno;
+	out(name, "ret=%s", R(r, err));
+done:
+	rw_teardown(&s);
+}
+
+/* --- lifecycle: must stay last */
+
+CASE(lifecycle)
+{
+	CUfileHandle_t fh, fh2;
+	CUfileError_t e;
+	CUdeviceptr p;
+	ssize_t r;
+	int fd, err;
+
+	sub(name, "usecount_start", "%ld", cuFileUseCount());
+	e = cuFileDriverOpen();
+	sub(name, "open_nested", "%s usecount=%ld", E(e), cuFileUseCount());
+
+	fd = open(g_data, O_RDONLY);
+	e = reg_fd(fd, &fh);
+	sub(name, "handle_reg", "%s", E(e));
+	p = dalloc(MiB);
+	e = cuFileBufRegister((void *)p, MiB, 0);
+	sub(name, "buf_reg", "%s", E(e));
+
+	e = cuFileDriverClose();
+	sub(name, "close1", "%s usecount=%ld", E(e), cuFileUseCount());
+	e = cuFileDriverClose();
+	sub(name, "close2", "%s usecount=%ld", E(e), cuFileUseCount());
+	g_open_by_harness_or_case = 0;
+
+	dfill(p, MiB);
+	errno = 0;
+	r = cuFileRead(fh, (void *)p, 64 * KiB, 4096, 0);
+	err = errno;
+	sub(name, "read_old_handle_after_close", "ret=%s %s usecount=%ld", R(r, err),
+	    check_dev(p, MiB, 0, 4096, r), cuFileUseCount());
+	e = cuFileDriverClose();
+	sub(name, "close3", "%s usecount=%ld", E(e), cuFileUseCount());
+
+	e = cuFileDriverOpen();
+	sub(name, "reopen", "%s usecount=%ld", E(e), cuFileUseCount());
+	e = cuFileBufRegister((void *)p, MiB, 0);
+	sub(name, "buf_reg_again", "%s", E(e));
+	e = reg_fd(fd, &fh2);
+	sub(name, "handle_reg_again", "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS) {
+		dfill(p, MiB);
+		errno = 0;
+		r = cuFileRead(fh2, (void *)p, 64 * KiB, 4096, 0);
+		err = errno;
+		sub(name, "read_after_reopen", "ret=%s %s", R(r, err),
+		    check_dev(p, MiB, 0, 4096, r));
+		cuFileHandleDeregister(fh2);
+	}
+	sub(name, "buf_dereg", "%s", E(cuFileBufDeregister((void *)p)));
+	e = cuFileDriverClose();
+	sub(name, "final_close", "%s usecount=%ld", E(e), cuFileUseCount());
+	close(fd);
+	cuMemFree(p);
+}
+
+/* ------------------------------------------------------------- the table */
+
+enum { PRE_OPEN = 0, NEEDS_OPEN = 1, OPENS = 2 };
+
+static const struct tcase {
+	const char *name;
+	void (*fn)(const char *);
+	int mode;
+} cases[] = {
+#define C(fn, mode) {#fn, fn, mode},
+	C(version_before_open, PRE_OPEN)
+	C(version_null, PRE_OPEN)
+	C(usecount_before_open, PRE_OPEN)
+	C(close_not_open, PRE_OPEN)
+	C(params_closed, PRE_OPEN)
+	C(driver_open, OPENS)
+	C(driver_open_nested, NEEDS_OPEN)
+	C(props, NEEDS_OPEN)
+	C(props_null, NEEDS_OPEN)
+	C(version_after_open, NEEDS_OPEN)
+	C(params_open, NEEDS_OPEN)
+	C(set_param_while_open, NEEDS_OPEN)
+	C(stats_level, NEEDS_OPEN)
+	C(reg_null_fh, NEEDS_OPEN)
+	C(reg_null_descr, NEEDS_OPEN)
+	C(reg_type0, NEEDS_OPEN)
+	C(reg_type_win32, NEEDS_OPEN)
+	C(reg_type99, NEEDS_OPEN)
+	C(reg_fd_neg, NEEDS_OPEN)
+	C(reg_fd_closed, NEEDS_OPEN)
+	C(reg_dir, NEEDS_OPEN)
+	C(reg_pipe, NEEDS_OPEN)
+	C(reg_socket, NEEDS_OPEN)
+	C(reg_devnull, NEEDS_OPEN)
+	C(reg_append, NEEDS_OPEN)
+	C(reg_nonblock, NEEDS_OPEN)
+	C(reg_opath, NEEDS_OPEN)
+	C(reg_rdonly, NEEDS_OPEN)
+	C(reg_wronly, NEEDS_OPEN)
+	C(reg_rdwr, NEEDS_OPEN)
+	C(reg_odirect, NEEDS_OPEN)
+	C(reg_odirect_rdonly, NEEDS_OPEN)
+	C(reg_fopen, NEEDS_OPEN)
+	C(reg_same_fd_twice, NEEDS_OPEN)
+	C(reg_dup_fd, NEEDS_OPEN)
+	C(reg_after_dereg, NEEDS_OPEN)
+	C(dereg_null, NEEDS_OPEN)
+	C(dereg_twice, NEEDS_OPEN)
+	C(reg_userspace_fs_null_ops, NEEDS_OPEN)
+	C(buf_null, NEEDS_OPEN)
+	C(buf_len0, NEEDS_OPEN)
+	C(buf_bad_flags, NEEDS_OPEN)
+	C(buf_dev_ok, NEEDS_OPEN)
+	C(buf_unaligned_base, NEEDS_OPEN)
+	C(buf_interior, NEEDS_OPEN)
+	C(buf_len_past, NEEDS_OPEN)
+	C(buf_twice, NEEDS_OPEN)
+	C(buf_overlap, NEEDS_OPEN)
+	C(buf_host_malloc, NEEDS_OPEN)
+	C(buf_host_pinned, NEEDS_OPEN)
+	C(buf_managed, NEEDS_OPEN)
+	C(buf_vmm, NEEDS_OPEN)
+	C(buf_pool, NEEDS_OPEN)
+	C(bufdereg_unknown, NEEDS_OPEN)
+	C(bufdereg_host_unknown, NEEDS_OPEN)
+	C(bufdereg_interior, NEEDS_OPEN)
+	C(bufdereg_null, NEEDS_OPEN)
+	C(bufdereg_twice, NEEDS_OPEN)
+	C(rw_null_handle, NEEDS_OPEN)
+	C(rw_dereg_handle, NEEDS_OPEN)
+	C(rw_null_buf, NEEDS_OPEN)
+	C(rw_size0, NEEDS_OPEN)
+	C(rw_basic_unregistered, NEEDS_OPEN)
+	C(rw_basic_registered, NEEDS_OPEN)
+	C(rw_neg_file_off, NEEDS_OPEN)
+	C(rw_neg_buf_off, NEEDS_OPEN)
+	C(rw_neg_buf_off_unregistered, NEEDS_OPEN)
+	C(rw_reg_past, NEEDS_OPEN)
+	C(rw_read_wronly, NEEDS_OPEN)
+	C(rw_write_rdonly, NEEDS_OPEN)
+	C(rw_read_at_eof, NEEDS_OPEN)
+	C(rw_read_cross_eof, NEEDS_OPEN)
+	C(rw_read_cross_eof_odirect, NEEDS_OPEN)
+	C(rw_read_past_eof, NEEDS_OPEN)
+	C(rw_odirect_aligned, NEEDS_OPEN)
+	C(rw_odirect_unaligned_off, NEEDS_OPEN)
+	C(rw_odirect_unaligned_size, NEEDS_OPEN)
+	C(rw_unaligned_buf_off, NEEDS_OPEN)
+	C(rw_odirect_unaligned_buf_off, NEEDS_OPEN)
+	C(rw_1byte, NEEDS_OPEN)
+	C(rw_reg_interior, NEEDS_OPEN)
+	C(rw_host_pinned_read, NEEDS_OPEN)
+	C(rw_write_basic, NEEDS_OPEN)
+	C(rw_write_offset, NEEDS_OPEN)
+	C(rw_write_odirect_aligned, NEEDS_OPEN)
+	C(rw_write_odirect_unaligned, NEEDS_OPEN)
+	C(rw_realloc_same_addr, NEEDS_OPEN)
+	C(rw_unreg_past_alloc, NEEDS_OPEN)
+	C(lifecycle, NEEDS_OPEN)
+#undef C
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static void print_mapped_libcufile(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096], seen[8][PATH_MAX];
+	int nseen = 0, i;
+	if (!f) {
+		puts("# libcufile: cannot read /proc/self/maps");
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *path = strchr(line, '/');
+		char real[PATH_MAX];
+		if (!path || !strstr(path, "libcufile"))
+			continue;
+		path[strcspn(path, "\n")] = '\0';
+		if (!realpath(path, real))
+			snprintf(real, sizeof(real), "%s", path);
+		for (i = 0; i < nseen; i++)
+			if (!strcmp(seen[i], real))
+				break;
+		if (i == nseen && nseen < 8) {
+			snprintf(seen[nseen++], PATH_MAX, "%s", real);
+			printf("# libcufile: %s\n", real);
+		}
+	}
+	if (nseen == 0)
+		puts("# libcufile: NONE MAPPED");
+	fclose(f);
+	fflush(stdout);
+}
+
+static int init_cuda(void)
+{
+	CUresult r = cuInit(0);
+	if (r == CUDA_SUCCESS)
+		r = cuDeviceGet(&g_dev, 0);
+	if (r == CUDA_SUCCESS)
+		r = cuDevicePrimaryCtxRetain(&g_ctx, g_dev);
+	if (r == CUDA_SUCCESS)
+		r = cuCtxSetCurrent(g_ctx);
+	if (r != CUDA_SUCCESS) {
+		printf("# cuda_init: FAILED %d\n", (int)r);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct tcase *find_case(const char *n)
+{
+	size_t i;
+	for (i = 0; i < NCASES; i++)
+		if (!strcmp(cases[i].name, n))
+			return &cases[i];
+	return NULL;
+}
+
+static void run_case(const struct tcase *c)
+{
+	if (c->mode == NEEDS_OPEN && !g_open_by_harness_or_case) {
+		CUfileError_t e = cuFileDriverOpen();
+		printf("# harness_open: %s\n", E(e));
+		if (e.err == CU_FILE_SUCCESS)
+			g_open_by_harness_or_case = 1;
+	}
+	printf(">> %s\n", c->name);
+	fflush(stdout);
+	c->fn(c->name);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	const struct tcase *sel[NCASES * 2];
+	size_t nsel = 0, i;
+	int a;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--list")) {
+			for (i = 0; i < NCASES; i++)
+				puts(cases[i].name);
+			return 0;
+		} else if (!strcmp(argv[a], "--dir") && a + 1 < argc) {
+			snprintf(g_dir, sizeof(g_dir), "%s", argv[++a]);
+		} else {
+			const struct tcase *c = find_case(argv[a]);
+			if (!c) {
+				fprintf(stderr, "unknown case %s (see --list)\n", argv[a]);
+				return 2;
+			}
+			if (nsel < NCASES * 2)
+				sel[nsel++] = c;
+		}
+	}
+	if (nsel == 0)
+		for (i = 0; i < NCASES; i++)
+			sel[nsel++] = &cases[i];
+
+	print_mapped_libcufile();
+	mkdir(g_dir, 0755);
+	if (prepare_data_file() != 0)
+		return 2;
+	if (init_cuda() != 0)
+		return 2;
+	for (i = 0; i < nsel; i++)
+		run_case(sel[i]);
+	if (g_open_by_harness_or_case && cuFileUseCount() > 0) {
+		CUfileError_t e = cuFileDriverClose();
+		printf("# final_close: %s\n", E(e));
+	}
+	puts("# done");
+	return 0;
+}

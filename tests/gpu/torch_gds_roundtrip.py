@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Round trips through torch.cuda.gds with opencufile in place of NVIDIA's libcufile.
+
+Run with LD_PRELOAD=/abs/path/to/our/libcufile.so.0 (scripts/gpu-check.sh does).
+Checks /proc/self/maps: fails if NVIDIA's libcufile is mapped or ours is not.
+
+Usage: python3 tests/gpu/torch_gds_roundtrip.py [--dir DIR] [--expect-lib PATH] [--big-mib N]
+Prints one PASS/FAIL line per check; exits non-zero if any check failed.
+"""
+import argparse
+import os
+import sys
+import traceback
+
+results = []
+
+
+def report(name, ok, detail=""):
+    results.append((name, ok))
+    print(f"{'PASS' if ok else 'FAIL'} {name}{(': ' + detail) if detail else ''}", flush=True)
+
+
+def mapped_libcufile():
+    paths = set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                i = line.find("/")
+                if i >= 0 and "libcufile" in line[i:]:
+                    paths.add(os.path.realpath(line[i:].strip()))
+    except OSError as e:
+        print(f"cannot read /proc/self/maps: {e}")
+    return sorted(paths)
+
+
+def check_maps(stage, expect):
+    libs = mapped_libcufile()
+    print(f"libcufile mapped ({stage}): {libs if libs else 'none'}", flush=True)
+    if expect:
+        exp = os.path.realpath(expect)
+        others = [p for p in libs if p != exp]
+        ok = exp in libs and not others
+        report(f"maps_{stage}", ok,
+               f"ours={'yes' if exp in libs else 'NO'} others={others if others else 'none'}")
+    else:
+        nv = [p for p in libs if "opencufile" not in p and "build" not in p]
+        report(f"maps_{stage}", bool(libs), f"(no --expect-lib given) {libs}")
+        if nv:
+            print(f"note: these look like NVIDIA's copy: {nv}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="gpu-scratch/torch")
+    ap.add_argument("--expect-lib", default=os.environ.get("OPENCUFILE_LIB", ""))
+    ap.add_argument("--big-mib", type=int, default=256)
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        report("import_torch", False, repr(e))
+        return 1
+    print(f"torch {torch.__version__} cuda={torch.version.cuda} "
+          f"available={torch.cuda.is_available()}", flush=True)
+    check_maps("after_import", args.expect_lib)
+    if not torch.cuda.is_available():
+        report("cuda_available", False)
+        return 1
+
+    try:
+        import torch.cuda.gds as gds
+    except Exception as e:  # noqa: BLE001
+        report("import_torch.cuda.gds", False, repr(e))
+        print("dir(torch.cuda):", [n for n in dir(torch.cuda) if not n.startswith("__")])
+        return 1
+    print("torch.cuda.gds API:", [n for n in dir(gds) if not n.startswith("_")], flush=True)
+    GdsFile = getattr(gds, "GdsFile", None)
+    reg_buf = getattr(gds, "gds_register_buffer", None)
+    dereg_buf = getattr(gds, "gds_deregister_buffer", None)
+    if GdsFile is None:
+        report("api_GdsFile", False, f"dir(gds)={dir(gds)}")
+        return 1
+    print("GdsFile members:", [n for n in dir(GdsFile) if not n.startswith("_")], flush=True)
+    dev = torch.device("cuda", 0)
+    torch.manual_seed(1234)
+
+    def roundtrip(name, nbytes, flags, offset=0, register=False, dtype=torch.float32):
+        path = os.path.join(args.dir, f"{name}.bin")
+        try:
+            if os.path.exists(path):
+                os.unlink(path)
+            elem = torch.empty((), dtype=dtype).element_size()
+            n = nbytes // elem
+            if dtype.is_floating_point:
+                src = torch.randn(n, dtype=dtype, device=dev)
+            else:
+                src = torch.randint(0, 256, (n,), dtype=dtype, device=dev)
+            dst = torch.zeros_like(src)
+            s_src, s_dst = src.untyped_storage(), dst.untyped_storage()
+            if register:
+                if reg_buf is None or dereg_buf is None:
+                    report(f"{name}", False, "gds_register_buffer/gds_deregister_buffer missing")
+                    return
+                reg_buf(s_src)
+                reg_buf(s_dst)
+            f = GdsFile(path, flags)
+            try:
+                f.save_storage(s_src, offset)
+                torch.cuda.synchronize()
+                size = os.path.getsize(path)
+                f.load_storage(s_dst, offset)
+                torch.cuda.synchronize()
+            finally:
+                if hasattr(f, "deregister_handle"):
+                    try:
+                        f.deregister_handle()
+                    except Exception as e:  # noqa: BLE001
+                        print(f"  note: deregister_handle: {e!r}")
+                del f
+                if register:
+                    dereg_buf(s_src)
+                    dereg_buf(s_dst)
+            # Check the bytes on disk too, independently of cuFile.
+            try:
+                host = src.cpu().view(torch.uint8).numpy().tobytes()
+            except Exception as e:  # noqa: BLE001
+                print(f"  note: cannot check the file on disk: {e!r}")
+                host = None
+            disk_ok = True
+            if host is not None:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    disk_ok = fh.read(len(host)) == host
+            ok = torch.equal(src, dst) and disk_ok and size == offset + nbytes
+            report(name, ok, f"bytes={nbytes} offset={offset} flags={flags:#o} file_size={size} "
+                   f"equal={torch.equal(src, dst)} disk={'ok' if disk_ok else 'BAD'}")
+        except Exception as e:  # noqa: BLE001
+            report(name, False, repr(e))
+            traceback.print_exc()
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    RW = os.O_CREAT | os.O_RDWR
+    roundtrip("small_rdwr", 4 << 20, RW)
+    roundtrip("odd_size_uint8", 1000003, RW, dtype=torch.uint8)
+    roundtrip("offset_1mib", 1 << 20, RW, offset=1 << 20)
+    roundtrip("unaligned_offset", 65536, RW, offset=100, dtype=torch.uint8)
+    roundtrip("odirect_small", 4 << 20, RW | os.O_DIRECT)
+    roundtrip(f"odirect_{args.big_mib}mib_registered", args.big_mib << 20, RW | os.O_DIRECT,
+              register=True)
+    roundtrip(f"rdwr_{args.big_mib}mib_unregistered", args.big_mib << 20, RW)
+    check_maps("end", args.expect_lib)
+
+    failed = [n for n, ok in results if not ok]
+    print(f"torch_gds: {len(results) - len(failed)}/{len(results)} PASS"
+          + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test.h - shared helpers of the opencufile test suite.
+ *
+ * One test = one C file = one binary.  Exit status: 0 pass, 1 fail, 77 skip.
+ * Every assertion prints the expression, both values and file:line, plus the
+ * current case description (t_case) when a test loops over a matrix.
+ *
+ * Data pattern: the byte at file offset i is t_pat(i, seed); seed 0 is the
+ * canonical file contents, other seeds give a pattern that differs from it at
+ * (almost) every position, used for writes.
+ *
+ * Device memory is only touched through the CUDA driver API (cuMemcpyHtoD /
+ * cuMemcpyDtoH), so the same tests run against the fake driver (whose device
+ * memory faults on direct access) and against a real GPU.
+ */
+#ifndef OCF_TEST_H_
+#define OCF_TEST_H_
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <cuda.h>
+#include <cufile.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define T_EXIT_PASS 0
+#define T_EXIT_FAIL 1
+#define T_EXIT_SKIP 77
+
+#define T_KIB ((size_t)1024)
+#define T_MIB ((size_t)1024 * 1024)
+#define T_GIB ((size_t)1024 * 1024 * 1024)
+
+#define T_UNUSED __attribute__((unused))
+
+/* Description of the case being run, printed with every failure. */
+static char t_case[512] T_UNUSED;
+
+static inline void t_set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void t_set_case(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t_case, sizeof(t_case), fmt, ap);
+	va_end(ap);
+}
+
+static inline void t_print_case(void)
+{
+	if (t_case[0])
+		fprintf(stderr, "    case: %s\n", t_case);
+}
+
+/* ------------------------------------------------------------ assertions */
+
+#define T_FAIL(...)                                                                        \
+	do {                                                                               \
+		fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                      \
+		fprintf(stderr, __VA_ARGS__);                                              \
+		fputc('\n', stderr);                                                       \
+		t_print_case();                                                            \
+		exit(T_EXIT_FAIL);                                                         \
+	} while (0)
+
+#define T_SKIP(...)                                                                        \
+	do {                                                                               \
+		fprintf(stderr, "%s:%d: SKIP: ", __FILE__, __LINE__);                      \
+		fprintf(stderr, __VA_ARGS__);                                              \
+		fputc('\n', stderr);                                                       \
+		exit(T_EXIT_SKIP);                                                         \
+	} while (0)
+
+#define T_ASSERT(cond)                                                                     \
+	do {                                                                               \
+		if (!(cond))                                                               \
+			T_FAIL("assertion `%s' is false", #cond);                         \
+	} while (0)
+
+#define T_CMP_(a, op, b, type, fmt)                                                        \
+	do {                                                                               \
+		type a_ = (type)(a);                                                       \
+		type b_ = (type)(b);                                                       \
+		if (!(a_ op b_))                                                           \
+			T_FAIL("`%s %s %s': " fmt " vs " fmt, #a, #op, #b, a_, b_);        \
+	} while (0)
+
+/* Signed comparisons (int, long, ssize_t, off_t ...). */
+#define T_EQ(a, b) T_CMP_(a, ==, b, long long, "%lld")
+#define T_NE(a, b) T_CMP_(a, !=, b, long long, "%lld")
+#define T_LT(a, b) T_CMP_(a, <, b, long long, "%lld")
+#define T_LE(a, b) T_CMP_(a, <=, b, long long, "%lld")
+#define T_GT(a, b) T_CMP_(a, >, b, long long, "%lld")
+#define T_GE(a, b) T_CMP_(a, >=, b, long long, "%lld")
+/* Unsigned comparisons (size_t, uint64_t). */
+#define T_EQ_U(a, b) T_CMP_(a, ==, b, unsigned long long, "%llu")
+#define T_LE_U(a, b) T_CMP_(a, <=, b, unsigned long long, "%llu")
+/* Pointers. */
+#define T_EQ_PTR(a, b) T_CMP_(a, ==, b, const void *, "%p")
+#define T_NE_PTR(a, b) T_CMP_(a, !=, b, const void *, "%p")
+
+/* A cuFile call returning CUfileError_t must give `expected`. */
+#define T_CUFILE(expr, expected)                                                           \
+	do {                                                                               \
+		CUfileError_t st_ = (expr);                                                \
+		CUfileOpError ex_ = (expected);                                            \
+		if (st_.err != ex_)                                                        \
+			T_FAIL("`%s' returned %d (%s, cu_err %d), expected %d (%s)", #expr, \
+			       (int)st_.err, cufileop_status_error(st_.err), (int)st_.cu_err, \
+			       (int)ex_, cufileop_status_error(ex_));                      \
+	} while (0)
+#define T_CUFILE_OK(expr) T_CUFILE(expr, CU_FILE_SUCCESS)
+
+/* Describes a cuFileRead/cuFileWrite return value. */
+static inline const char *t_io_ret_str(ssize_t r, int err, char *buf, size_t len)
+{
+	if (r >= 0)
+		snprintf(buf, len, "%zd bytes", r);
+	else if (r == -1)
+		snprintf(buf, len, "-1, errno %d (%s)", err, strerror(err));
+	else if (r > -100000 && IS_CUFILE_ERR((int)r))
+		snprintf(buf, len, "-%lld (%s)", -(long long)r, CUFILE_ERRSTR((int)r));
+	else
+		snprintf(buf, len, "%zd (unexpected negative value)", r);
+	return buf;
+}
+
+/* A cuFileRead/cuFileWrite call must return exactly `expected`. */
+#define T_IO(expr, expected)                                                               \
+	do {                                                                               \
+		errno = 0;                                                                 \
+		ssize_t r_ = (expr);                                                       \
+		int e_ = errno;                                                            \
+		ssize_t x_ = (ssize_t)(expected);                                          \
+		if (r_ != x_) {                                                            \
+			char b1_[128], b2_[128];                                           \
+			T_FAIL("`%s' returned %s, expected %s", #expr,                     \
+			       t_io_ret_str(r_, e_, b1_, sizeof(b1_)),                     \
+			       t_io_ret_str(x_, 0, b2_, sizeof(b2_)));                     \
+		}                                                                          \
+	} while (0)
+
+/* A CUDA driver call must succeed. */
+#define T_CU(expr)                                                                         \
+	do {                                                                               \
+		CUresult cr_ = (expr);                                                     \
+		if (cr_ != CUDA_SUCCESS) {                                                 \
+			const char *n_ = NULL;                                             \
+			cuGetErrorName(cr_, &n_);                                          \
+			T_FAIL("`%s' returned CUresult %d (%s)", #expr, (int)cr_,          \
+			       n_ ? n_ : "?");                                             \
+		}                                                                          \
+	} while (0)
+
+/* A libc call returning -1 on error must not fail. */
+#define T_SYS(expr)                                                                        \
+	do {                                                                               \
+		if ((expr) == -1)                                                          \
+			T_FAIL("`%s' failed: %s", #expr, strerror(errno));                 \
+	} while (0)
+
+/* --------------------------------------------------------------- pattern */
+
+static inline uint8_t t_pat(uint64_t i, uint32_t seed)
+{
+	uint64_t x = i + (uint64_t)seed * 0x9E3779B1u;
+
+	return (uint8_t)((uint8_t)((x * 2654435761u) >> 13) ^ (uint8_t)(x >> 20) ^
+			 (uint8_t)(seed ? (seed * 37u) | 1u : 0u));
+}
+
+static inline void t_fill_pattern(void *buf, size_t len, uint64_t file_off, uint32_t seed)
+{
+	uint8_t *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = t_pat(file_off + i, seed);
+}
+
+/* Returns 0 when buf[0..len) holds the pattern of file offsets file_off...;
+ * otherwise prints the first mismatches (prefixed by `what`) and returns -1. */
+static inline int t_check_pattern(const void *buf, size_t len, uint64_t file_off, uint32_t seed,
+				  const char *what)
+{
+	const uint8_t *p = buf;
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != t_pat(file_off + i, seed)) {
+			if (!bad)
+				first = i;
+			bad++;
+		}
+	}
+	if (!bad)
+		return 0;
+	fprintf(stderr, "    %s: %zu of %zu bytes differ; first at index %zu (file offset %llu): "
+			"got 0x%02x, expected 0x%02x\n",
+		what, bad, len, first, (unsigned long long)(file_off + first), p[first],
+		t_pat(file_off + first, seed));
+	return -1;
+}
+
+/* Returns 0 when buf[0..len) is all `byte`, else prints and returns -1. */
+static inline int t_check_fill(const void *buf, size_t len, uint8_t byte, const char *what)
+{
+	const uint8_t *p = buf;
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != byte) {
+			if (!bad)
+				first = i;
+			bad++;
+		}
+	}
+	if (!bad)
+		return 0;
+	fprintf(stderr, "    %s: %zu of %zu bytes changed; first at index %zu: got 0x%02x, "
+			"expected 0x%02x\n",
+		what, bad, len, first, p[first], byte);
+	return -1;
+}
+
+#define T_POISON 0xA5
+#define T_POISON2 0x5A
+
+/* ------------------------------------------------------------------ files */
+
+/* Directory for test files: $OPENCUFILE_TEST_DIR, else the working
+ * directory (the build directory under ctest; never /tmp, which is often
+ * tmpfs and refuses O_DIRECT). */
+static inline const char *t_dir(void)
+{
+	const char *d = getenv("OPENCUFILE_TEST_DIR");
+
+	return d && *d ? d : ".";
+}
+
+#define T_MAX_FILES 32
+static char t_files[T_MAX_FILES][512] T_UNUSED;
+static int t_nfiles T_UNUSED;
+
+static inline void t_cleanup_files(void)
+{
+	for (int i = 0; i < t_nfiles; i++)
+		unlink(t_files[i]);
+	t_nfiles = 0;
+}
+
+/* Creates a new empty file in t_dir() (removed at exit); returns its path. */
+static inline const char *t_new_file_path(void)
+{
+	static int counter;
+	static bool hooked;
+
+	if (t_nfiles == T_MAX_FILES)
+		T_FAIL("too many test files");
+	if (!hooked) {
+		atexit(t_cleanup_files);
+		hooked = true;
+	}
+	char *path = t_files[t_nfiles];
+	snprintf(path, sizeof(t_files[0]), "%s/ocf_%s_%d_%d.dat", t_dir(),
+		 program_invocation_short_name, (int)getpid(), counter++);
+	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	if (fd < 0)
+		T_FAIL("cannot create %s: %s", path, strerror(errno));
+	close(fd);
+	t_nfiles++;
+	return path;
+}
+
+/* Writes the pattern `seed` over [off, off+len) of fd with plain pwrite. */
+static inline void t_pwrite_pattern(int fd, uint64_t off, uint64_t len, uint32_t seed)
+{
+	size_t chunk = 4 * T_MIB;
+	uint8_t *buf = malloc(chunk);
+
+	T_ASSERT(buf != NULL);
+	while (len) {
+		size_t n = len < chunk ? (size_t)len : chunk;
+		t_fill_pattern(buf, n, off, seed);
+		size_t done = 0;
+		while (done < n) {
+			ssize_t w = pwrite(fd, buf + done, n - done, (off_t)(off + done));
+			if (w <= 0)
+				T_FAIL("pwrite at %llu: %s", (unsigned long long)(off + done),
+				       strerror(errno));
+			done += (size_t)w;
+		}
+		off += n;
+		len -= n;
+	}
+	free(buf);
+}
+
+/* Creates a file of `len` bytes holding pattern `seed`; returns its path. */
+static inline const char *t_make_pattern_file(uint64_t len, uint32_t seed)
+{
+	const char *path = t_new_file_path();
+	int fd = open(path, O_RDWR);
+
+	T_SYS(fd);
+	t_pwrite_pattern(fd, 0, len, seed);
+	T_SYS(fsync(fd));
+	close(fd);
+	return path;
+}
+
+/* Full pread (loops over short reads); returns bytes read (short at EOF). */
+static inline size_t t_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+		if (r < 0)
+			T_FAIL("pread at %llu: %s", (unsigned long long)(off + done), strerror(errno));
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return done;
+}
+
+static inline uint64_t t_file_size(int fd)
+{
+	struct stat st;
+
+	T_SYS(fstat(fd, &st));
+	return (uint64_t)st.st_size;
+}
+
+/* 1 when the file system of `path` does O_DIRECT I/O (tmpfs, for one,
+ * refuses O_DIRECT opens), 0 when not. */
+static inline int t_odirect_supported(const char *path)
+{
+	int fd = open(path, O_RDWR | O_DIRECT);
+	void *buf = NULL;
+	int ok = 0;
+
+	if (fd < 0)
+		return 0;
+	if (posix_memalign(&buf, 4096, 4096) == 0) {
+		ssize_t r = pread(fd, buf, 4096, 0);
+		ok = r >= 0;
+		free(buf);
+	}
+	close(fd);
+	return ok;
+}
+
+/* open() that fails the test on error. */
+static inline int t_open(const char *path, int flags)
+{
+	int fd = open(path, flags, 0644);
+
+	if (fd < 0)
+		T_FAIL("open(%s, 0x%x): %s", path, flags, strerror(errno));
+	return fd;
+}
+
+/* Number of open file descriptors of this process. */
+static inline int t_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		T_FAIL("opendir /proc/self/fd: %s", strerror(errno));
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the directory stream itself */
+}
+
+/* Prints this process's open fds and what they point at (for leak reports). */
+static inline void t_dump_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char lp[300], target[512];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(lp, sizeof(lp), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(lp, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "    fd %s -> %s\n", e->d_name, target);
+	}
+	closedir(d);
+}
+
+/* Registers an fd with cuFile, failing the test on error. */
+static inline CUfileHandle_t t_register_fd(int fd)
+{
+	CUfileDescr_t descr;
+	CUfileHandle_t fh = NULL;
+
+	memset(&descr, 0, sizeof(descr));
+	descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	descr.handle.fd = fd;
+	T_CUFILE_OK(cuFileHandleRegister(&fh, &descr));
+	T_ASSERT(fh != NULL);
+	return fh;
+}
+
+/* cuFileHandleRegister for an fd, returning the status (for error tests). */
+static inline CUfileOpError t_try_register_fd(int fd, CUfileHandle_t *fh)
+{
+	CUfileDescr_t descr;
+
+	memset(&descr, 0, sizeof(descr));
+	descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	descr.handle.fd = fd;
+	return cuFileHandleRegister(fh, &descr).err;
+}
+
+/* ------------------------------------------------------------------- CUDA */
+
+static CUdevice t_cu_dev T_UNUSED;
+static CUcontext t_cu_ctx T_UNUSED;
+
+/* cuInit + primary context of device 0, made current.  Returns 0 or -1
+ * (no driver / no device). */
+static inline int t_cuda_init(void)
+{
+	static int state; /* 0 not tried, 1 ok, -1 failed */
+	int n = 0;
+
+	if (state)
+		return state > 0 ? 0 : -1;
+	state = -1;
+	if (cuInit(0) != CUDA_SUCCESS)
+		return -1;
+	if (cuDeviceGetCount(&n) != CUDA_SUCCESS || n < 1)
+		return -1;
+	if (cuDeviceGet(&t_cu_dev, 0) != CUDA_SUCCESS)
+		return -1;
+	if (cuDevicePrimaryCtxRetain(&t_cu_ctx, t_cu_dev) != CUDA_SUCCESS)
+		return -1;
+	if (cuCtxSetCurrent(t_cu_ctx) != CUDA_SUCCESS)
+		return -1;
+	state = 1;
+	return 0;
+}
+
+/* Skips the test (77) without a usable CUDA device. */
+static inline void t_cuda_require(void)
+{
+	if (t_cuda_init())
+		T_SKIP("no usable CUDA driver/device");
+}
+
+/* Makes the test's context current on the calling thread. */
+static inline void t_cuda_bind_thread(void)
+{
+	T_CU(cuCtxSetCurrent(t_cu_ctx));
+}
+
+/* Looks a driver entry point up at run time (for the less common APIs, so
+ * that the suite links against any driver); NULL when absent. */
+static inline void *t_cu_sym(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+static inline CUdeviceptr t_dev_alloc(size_t len)
+{
+	CUdeviceptr p = 0;
+
+	T_CU(cuMemAlloc(&p, len));
+	return p;
+}
+
+static inline void t_dev_put(CUdeviceptr dst, const void *src, size_t len)
+{
+	T_CU(cuMemcpyHtoD(dst, src, len));
+}
+
+static inline void t_dev_get(void *dst, CUdeviceptr src, size_t len)
+{
+	T_CU(cuMemcpyDtoH(dst, src, len));
+}
+
+static inline void t_dev_fill(CUdeviceptr dst, uint8_t byte, size_t len)
+{
+	size_t chunk = len < 4 * T_MIB ? len : 4 * T_MIB;
+	uint8_t *buf = malloc(chunk ? chunk : 1);
+
+	T_ASSERT(buf != NULL);
+	memset(buf, byte, chunk);
+	for (size_t off = 0; off < len; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+		t_dev_put(dst + off, buf, n);
+	}
+	free(buf);
+}
+
+/* ------------------------------------------------- memory of several kinds */
+
+enum t_mem_kind {
+	T_MEM_DEVICE,      /* cuMemAlloc */
+	T_MEM_HOST_MALLOC, /* malloc */
+	T_MEM_HOST_PINNED, /* cuMemHostAlloc */
+	T_MEM_HOST_MMAP,   /* anonymous mmap */
+};
+
+static inline const char *t_mem_kind_name(enum t_mem_kind k)
+{
+	switch (k) {
+	case T_MEM_DEVICE: return "device(cuMemAlloc)";
+	case T_MEM_HOST_MALLOC: return "host(malloc)";
+	case T_MEM_HOST_PINNED: return "host(cuMemHostAlloc)";
+	case T_MEM_HOST_MMAP: return "host(mmap)";
+	}
+	return "?";
+}
+
+/* A buffer of one kind; ptr is what goes to cuFile (for device memory the
+ * device address as a pointer). */
+struct t_mem {
+	enum t_mem_kind kind;
+	void *ptr;
+	size_t len;
+};
+
+static inline void t_mem_alloc(struct t_mem *m, enum t_mem_kind kind, size_t len)
+{
+	m->kind = kind;
+	m->len = len;
+	switch (kind) {
+	case T_MEM_DEVICE:
+		t_cuda_require();
+		m->ptr = (void *)(uintptr_t)t_dev_alloc(len);
+		break;
+	case T_MEM_HOST_MALLOC:
+		m->ptr = malloc(len);
+		T_ASSERT(m->ptr != NULL);
+		break;
+	case T_MEM_HOST_PINNED:
+		t_cuda_require();
+		T_CU(cuMemHostAlloc(&m->ptr, len, 0));
+		break;
+	case T_MEM_HOST_MMAP:
+		m->ptr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		T_ASSERT(m->ptr != MAP_FAILED);
+		break;
+	}
+}
+
+static inline void t_mem_free(struct t_mem *m)
+{
+	switch (m->kind) {
+	case T_MEM_DEVICE: T_CU(cuMemFree((CUdeviceptr)(uintptr_t)m->ptr)); break;
+	case T_MEM_HOST_MALLOC: free(m->ptr); break;
+	case T_MEM_HOST_PINNED: T_CU(cuMemFreeHost(m->ptr)); break;
+	case T_MEM_HOST_MMAP: munmap(m->ptr, m->len); break;
+	}
+	m->ptr = NULL;
+}
+
+static inline bool t_mem_is_device(const struct t_mem *m)
+{
+	return m->kind == T_MEM_DEVICE;
+}
+
+/* Copies [off, off+len) of the buffer into host memory dst. */
+static inline void t_mem_get(const struct t_mem *m, size_t off, void *dst, size_t len)
+{
+	T_ASSERT(off + len <= m->len);
+	if (t_mem_is_device(m))
+		t_dev_get(dst, (CUdeviceptr)(uintptr_t)m->ptr + off, len);
+	else
+		memcpy(dst, (uint8_t *)m->ptr + off, len);
+}
+
+/* Copies host memory src into [off, off+len) of the buffer. */
+static inline void t_mem_put(struct t_mem *m, size_t off, const void *src, size_t len)
+{
+	T_ASSERT(off + len <= m->len);
+	if (t_mem_is_device(m))
+		t_dev_put((CUdeviceptr)(uintptr_t)m->ptr + off, src, len);
+	else
+		memcpy((uint8_t *)m->ptr + off, src, len);
+}
+
+static inline void t_mem_fill(struct t_mem *m, size_t off, uint8_t byte, size_t len)
+{
+	T_ASSERT(off + len <= m->len);
+	if (t_mem_is_device(m))
+		t_dev_fill((CUdeviceptr)(uintptr_t)m->ptr + off, byte, len);
+	else
+		memset((uint8_t *)m->ptr + off, byte, len);
+}
+
+/* Writes pattern `seed` for file offsets file_off... into [off, off+len). */
+static inline void t_mem_put_pattern(struct t_mem *m, size_t off, size_t len, uint64_t file_off,
+				     uint32_t seed)
+{
+	if (!t_mem_is_device(m)) {
+		t_fill_pattern((uint8_t *)m->ptr + off, len, file_off, seed);
+		return;
+	}
+	uint8_t *tmp = malloc(len ? len : 1);
+	T_ASSERT(tmp != NULL);
+	t_fill_pattern(tmp, len, file_off, seed);
+	t_mem_put(m, off, tmp, len);
+	free(tmp);
+}
+
+/* ------------------------------------------------------ read/write checks */
+
+/*
+ * Poisons a window of m, then cuFileRead(fh, m->ptr + base_off, size, foff,
+ * boff) and checks: the return value is `expect`; when expect > 0 the first
+ * `expect` bytes at base_off + boff hold pattern `seed` of file offsets
+ * foff...; every other byte of the window (guard zones before and after, and
+ * the requested bytes past a short count) is still poison.  The window is
+ * the requested range plus `guard` bytes on each side, clipped to m
+ * (guard = SIZE_MAX: all of m).
+ * Returns 0, or -1 after printing what is wrong.
+ */
+static inline int t_read_and_verify_window(CUfileHandle_t fh, struct t_mem *m, size_t base_off,
+					   size_t size, off_t foff, off_t boff, ssize_t expect,
+					   uint32_t seed, size_t guard)
+{
+	size_t start = base_off + (size_t)boff;
+	size_t wlo = start > guard ? start - guard : 0;
+	size_t whi = (m->len - start - size) > guard ? start + size + guard : m->len;
+	size_t wlen = whi - wlo;
+	uint8_t *scratch = NULL;
+	const uint8_t *v;
+	char b1[128], b2[128];
+	int rc = 0;
+
+	T_ASSERT(start + size <= m->len);
+	t_mem_fill(m, wlo, T_POISON, wlen);
+	errno = 0;
+	ssize_t r = cuFileRead(fh, (uint8_t *)m->ptr + base_off, size, foff, boff);
+	int e = errno;
+	if (r != expect) {
+		fprintf(stderr, "    cuFileRead returned %s, expected %s\n",
+			t_io_ret_str(r, e, b1, sizeof(b1)), t_io_ret_str(expect, 0, b2, sizeof(b2)));
+		rc = -1;
+		if (r < 0 || (size_t)r > size)
+			r = 0; /* still check that nothing was written */
+	}
+	size_t done = (size_t)r;
+	if (t_mem_is_device(m)) {
+		scratch = malloc(wlen ? wlen : 1);
+		T_ASSERT(scratch != NULL);
+		t_mem_get(m, wlo, scratch, wlen);
+		v = scratch;
+	} else {
+		v = (const uint8_t *)m->ptr + wlo;
+	}
+	/* v[0] is byte wlo of m. */
+	if (t_check_fill(v, start - wlo, T_POISON, "guard before the range") ||
+	    t_check_pattern(v + (start - wlo), done, (uint64_t)foff, seed, "data read") ||
+	    t_check_fill(v + (start - wlo) + done, whi - start - done, T_POISON,
+			 "bytes after the returned count"))
+		rc = -1;
+	free(scratch);
+	return rc;
+}
+
+/* t_read_and_verify_window over all of m. */
+static inline int t_read_and_verify(CUfileHandle_t fh, struct t_mem *m, size_t base_off,
+				    size_t size, off_t foff, off_t boff, ssize_t expect,
+				    uint32_t seed)
+{
+	return t_read_and_verify_window(fh, m, base_off, size, foff, boff, expect, seed, SIZE_MAX);
+}
+
+/*
+ * Writes pattern `seed_new` for file offsets foff... from m->ptr + base_off
+ * (+ boff) with cuFileWrite into a file that holds pattern `seed_old`, and
+ * checks with plain pread on check_fd: the return value is `size`, the file
+ * holds seed_new over the written range and seed_old for `margin` bytes
+ * around it (clipped to old_len, the file length before the write).  Then
+ * restores the old bytes and the file length.  Returns 0 or -1.
+ */
+static inline int t_write_and_verify(CUfileHandle_t fh, struct t_mem *m, size_t base_off,
+				     size_t size, off_t foff, off_t boff, int check_fd,
+				     uint64_t old_len, uint32_t seed_new, uint32_t seed_old)
+{
+	const size_t margin = 8192;
+	char b1[128], b2[128];
+	int rc = 0;
+
+	t_mem_put_pattern(m, base_off + (size_t)boff, size, (uint64_t)foff, seed_new);
+	errno = 0;
+	ssize_t r = cuFileWrite(fh, (uint8_t *)m->ptr + base_off, size, foff, boff);
+	int e = errno;
+	if (r != (ssize_t)size) {
+		fprintf(stderr, "    cuFileWrite returned %s, expected %s\n",
+			t_io_ret_str(r, e, b1, sizeof(b1)),
+			t_io_ret_str((ssize_t)size, 0, b2, sizeof(b2)));
+		rc = -1;
+	}
+	uint64_t lo = (uint64_t)foff > margin ? (uint64_t)foff - margin : 0;
+	uint64_t end = (uint64_t)foff + size;
+	uint64_t hi = end + margin;
+	uint64_t expect_len = end > old_len ? end : old_len;
+	if (hi > expect_len)
+		hi = expect_len;
+	uint64_t flen = t_file_size(check_fd);
+	if (rc == 0 && flen != expect_len) {
+		fprintf(stderr, "    file length %llu after the write, expected %llu\n",
+			(unsigned long long)flen, (unsigned long long)expect_len);
+		rc = -1;
+	}
+	uint8_t *back = malloc((size_t)(hi - lo) + 1);
+	T_ASSERT(back != NULL);
+	size_t got = t_pread_full(check_fd, back, (size_t)(hi - lo), lo);
+	if (got != hi - lo) {
+		fprintf(stderr, "    file too short: read %zu of %llu bytes back\n", got,
+			(unsigned long long)(hi - lo));
+		rc = -1;
+	} else if (t_check_pattern(back, (size_t)((uint64_t)foff - lo), lo, seed_old,
+				   "file bytes before the written range") ||
+		   t_check_pattern(back + ((uint64_t)foff - lo), size, (uint64_t)foff, seed_new,
+				   "written range") ||
+		   (hi > end && t_check_pattern(back + (end - lo), (size_t)(hi - end), end,
+						seed_old, "file bytes after the written range"))) {
+		rc = -1;
+	}
+	free(back);
+	/* Restore. */
+	if (old_len > (uint64_t)foff) {
+		uint64_t n = end < old_len ? size : old_len - (uint64_t)foff;
+		t_pwrite_pattern(check_fd, (uint64_t)foff, n, seed_old);
+	}
+	if (t_file_size(check_fd) != old_len)
+		T_SYS(ftruncate(check_fd, (off_t)old_len));
+	return rc;
+}
+
+/* ------------------------------------------------------------ cuFile misc */
+
+/* Closes the driver until it reports it is not open (at most `max` closes);
+ * returns the number of successful closes. */
+static inline int t_driver_close_all(int max)
+{
+	int n = 0;
+
+	while (n < max && cuFileDriverClose().err == CU_FILE_SUCCESS)
+		n++;
+	return n;
+}
+
+#endif /* OCF_TEST_H_ */

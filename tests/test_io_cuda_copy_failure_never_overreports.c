@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * (fake driver only) When a CUDA copy fails in the middle of a cuFileRead
+ * into device memory (cuMemcpyHtoDAsync_v2) or a cuFileWrite from device
+ * memory (cuMemcpyDtoHAsync_v2), or the stream synchronisation fails, the
+ * call returns -CU_FILE_CUDA_DRIVER_ERROR or a smaller byte count — never
+ * more bytes than really reached the destination — writes nothing outside
+ * the requested range, and the next call works.  Once a failed call has
+ * returned, no copy it queued may still land in the caller's memory (the
+ * fake's streams are slowed down so that a copy left in flight shows).
+ * SQLite-style: fail the 1st, 2nd, ... call until the operation no longer
+ * reaches the fault.
+ */
+#include "test.h"
+#include "fakecuda.h"
+
+/* What a failed copy must give when nothing can be reported as done. */
+#define EXPECT_COPY_FAILURE (-CU_FILE_CUDA_DRIVER_ERROR)
+
+#define SIZE (9 * T_MIB + 17)
+#define FOFF 4095
+#define BOFF 3
+#define GUARD 4096
+#define ALLOC (GUARD + BOFF + SIZE + GUARD)
+#define FLEN (10 * T_MIB)
+#define MAX_NTH 200
+/* Stream delay while faults are injected, and how long to watch memory
+ * after a failed call for late writes. */
+#define STREAM_DELAY_US 5000
+#define WATCH_US 100000
+
+static CUfileHandle_t fh;
+static int check_fd;
+static CUdeviceptr dev;
+static uint8_t *host;
+
+static void check_error_value(ssize_t r)
+{
+	char b[128];
+
+	if (r < 0 && r != EXPECT_COPY_FAILURE)
+		T_FAIL("failed copy gave %s, expected a byte count or %s",
+		       t_io_ret_str(r, errno, b, sizeof(b)), CUFILE_ERRSTR(EXPECT_COPY_FAILURE));
+	if (r > (ssize_t)SIZE)
+		T_FAIL("returned %zd > requested %zu", r, (size_t)SIZE);
+}
+
+static void read_faults(const char *func)
+{
+	void *base = (void *)(uintptr_t)(dev + GUARD);
+	int hits = 0;
+
+	for (unsigned long nth = 1; nth <= MAX_NTH; nth++) {
+		t_set_case("cuFileRead, fail call %lu of %s", nth, func);
+		t_dev_fill(dev, T_POISON, ALLOC);
+		unsigned long before = fakecuda_call_count(func);
+		fakecuda_fail_nth(func, nth, CUDA_ERROR_UNKNOWN);
+		errno = 0;
+		ssize_t r = cuFileRead(fh, base, SIZE, FOFF, BOFF);
+		unsigned long calls = fakecuda_call_count(func) - before;
+		fakecuda_reset_faults();
+		t_dev_get(host, dev, ALLOC);
+
+		const uint8_t *dst = host + GUARD + BOFF;
+		if (t_check_fill(host, GUARD + BOFF, T_POISON, "guard before") ||
+		    t_check_fill(dst + SIZE, GUARD, T_POISON, "guard after"))
+			T_FAIL("bytes outside the range changed");
+		if (calls < nth) {
+			/* The fault was not reached: a complete, correct read. */
+			T_EQ(r, SIZE);
+			if (t_check_pattern(dst, SIZE, FOFF, 0, "data"))
+				T_FAIL("bad data");
+			fprintf(stderr, "%s: read faults injected at calls 1..%d\n", func, hits);
+			return;
+		}
+		hits++;
+		check_error_value(r);
+		if (r > 0 && t_check_pattern(dst, (size_t)r, FOFF, 0, "bytes reported as read"))
+			T_FAIL("returned %zd but those bytes are not all in device memory", r);
+		/* Nothing the failed call queued lands after it returned. */
+		t_dev_fill(dev, T_POISON2, ALLOC);
+		usleep(WATCH_US);
+		t_dev_get(host, dev, ALLOC);
+		if (t_check_fill(host, ALLOC, T_POISON2, "device memory after the call returned"))
+			T_FAIL("a copy of the failed cuFileRead landed after it returned");
+		/* The library recovers. */
+		t_set_case("cuFileRead after failing call %lu of %s", nth, func);
+		struct t_mem m = { T_MEM_DEVICE, (void *)(uintptr_t)dev, ALLOC };
+		if (t_read_and_verify(fh, &m, GUARD, 1 * T_MIB + 3, 1, BOFF, 1 * T_MIB + 3, 0))
+			T_FAIL("read after a fault failed");
+	}
+	T_FAIL("%s: the read still reached the fault after %d calls", func, MAX_NTH);
+}
+
+static void write_faults(const char *func)
+{
+	void *base = (void *)(uintptr_t)(dev + GUARD);
+	uint8_t *src = malloc(ALLOC), *back = malloc(SIZE);
+	int hits = 0;
+
+	T_ASSERT(src && back);
+	t_fill_pattern(src + GUARD + BOFF, SIZE, FOFF, 31);
+	for (unsigned long nth = 1; nth <= MAX_NTH; nth++) {
+		t_set_case("cuFileWrite, fail call %lu of %s", nth, func);
+		t_dev_put(dev, src, ALLOC);
+		unsigned long before = fakecuda_call_count(func);
+		fakecuda_fail_nth(func, nth, CUDA_ERROR_UNKNOWN);
+		errno = 0;
+		ssize_t r = cuFileWrite(fh, base, SIZE, FOFF, BOFF);
+		unsigned long calls = fakecuda_call_count(func) - before;
+		fakecuda_reset_faults();
+		T_EQ_U(t_pread_full(check_fd, back, SIZE, FOFF), SIZE);
+		T_EQ_U(t_file_size(check_fd), FLEN);
+		if (calls < nth) {
+			T_EQ(r, SIZE);
+			if (t_check_pattern(back, SIZE, FOFF, 31, "file"))
+				T_FAIL("bad write");
+			t_pwrite_pattern(check_fd, FOFF, SIZE, 0);
+			fprintf(stderr, "%s: write faults injected at calls 1..%d\n", func, hits);
+			free(src);
+			free(back);
+			return;
+		}
+		hits++;
+		check_error_value(r);
+		if (r > 0 && t_check_pattern(back, (size_t)r, FOFF, 31, "bytes reported as written"))
+			T_FAIL("returned %zd but those bytes are not all in the file", r);
+		/* Nothing before the range. */
+		uint8_t before_buf[4096];
+		T_EQ_U(t_pread_full(check_fd, before_buf, sizeof(before_buf), FOFF - 4095), 4095 + 1);
+		if (t_check_pattern(before_buf, 4095, 0, 0, "file before the range"))
+			T_FAIL("write touched bytes before the range");
+		t_pwrite_pattern(check_fd, FOFF, SIZE, 0);
+		/* The library recovers: a new write (new pattern) lands intact,
+		 * not mixed with staged bytes of the failed one. */
+		t_set_case("cuFileWrite after failing call %lu of %s", nth, func);
+		struct t_mem m = { T_MEM_DEVICE, (void *)(uintptr_t)dev, ALLOC };
+		if (t_write_and_verify(fh, &m, GUARD, SIZE, FOFF, BOFF, check_fd, FLEN, 32, 0))
+			T_FAIL("write after a fault failed");
+	}
+	T_FAIL("%s: the write still reached the fault after %d calls", func, MAX_NTH);
+}
+
+int main(void)
+{
+	t_cuda_require();
+	const char *path = t_make_pattern_file(FLEN, 0);
+	int fd = t_open(path, O_RDWR);
+	check_fd = t_open(path, O_RDWR);
+	host = malloc(ALLOC);
+	T_ASSERT(host != NULL);
+
+	T_CUFILE_OK(cuFileDriverOpen());
+	fh = t_register_fd(fd);
+	dev = t_dev_alloc(ALLOC);
+
+	for (int reg = 0; reg < 2; reg++) {
+		fprintf(stderr, "--- %s buffer\n", reg ? "registered" : "unregistered");
+		if (reg)
+			T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)dev, ALLOC, 0));
+		unsigned long h2d = fakecuda_call_count("cuMemcpyHtoDAsync_v2");
+		read_faults("cuMemcpyHtoDAsync_v2");
+		if (fakecuda_call_count("cuMemcpyHtoDAsync_v2") == h2d)
+			T_FAIL("reads into device memory never called cuMemcpyHtoDAsync_v2");
+		fakecuda_set_stream_delay_us(STREAM_DELAY_US);
+		read_faults("cuStreamSynchronize");
+		fakecuda_set_stream_delay_us(0);
+		unsigned long d2h = fakecuda_call_count("cuMemcpyDtoHAsync_v2");
+		write_faults("cuMemcpyDtoHAsync_v2");
+		if (fakecuda_call_count("cuMemcpyDtoHAsync_v2") == d2h)
+			T_FAIL("writes from device memory never called cuMemcpyDtoHAsync_v2");
+		fakecuda_set_stream_delay_us(STREAM_DELAY_US);
+		write_faults("cuStreamSynchronize");
+		fakecuda_set_stream_delay_us(0);
+		if (reg)
+			T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)dev));
+	}
+
+	cuFileHandleDeregister(fh);
+	T_CUFILE_OK(cuFileDriverClose());
+	T_CU(cuMemFree(dev));
+	free(host);
+	close(check_fd);
+	close(fd);
+	return 0;
+}

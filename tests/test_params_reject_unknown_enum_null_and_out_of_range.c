@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unknown enum values, NULL pointers, bad lengths and values outside
+ * cuFileGetParameterMinMaxValue's range are CU_FILE_INVALID_VALUE; the
+ * range's ends themselves are accepted. */
+#include "config_test_util.h"
+
+int main(void)
+{
+	t_clear_config_env();
+	size_t v, mn, mx;
+	bool b;
+	char s[8];
+	T_CUFILE(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)12, &v), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)-1, &v), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, NULL), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)99, 1), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterBool((CUFileBoolConfigParameter_t)12, &b), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterBool(CUFILE_PARAM_PROFILE_NVTX, NULL), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterBool((CUFileBoolConfigParameter_t)12, true), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterString((CUFileStringConfigParameter_t)3, s, sizeof(s)), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterString(CUFILE_PARAM_LOG_DIR, NULL, 8), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterString(CUFILE_PARAM_LOG_DIR, s, 0), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterString(CUFILE_PARAM_LOG_DIR, NULL), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "LOUD"), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterMinMaxValue((CUFileSizeTConfigParameter_t)12, &mn, &mx), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterMinMaxValue(CUFILE_PARAM_PROFILE_STATS, NULL, &mx), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(NULL, &v, 1), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(&v, &v, 0), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterPosixPoolSlabArray(&v, NULL, 1), CU_FILE_INVALID_VALUE);
+
+	for (int p = 0; p <= CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS; p++) {
+		CUFileSizeTConfigParameter_t param = (CUFileSizeTConfigParameter_t)p;
+		t_set_case("size parameter %d", p);
+		T_CUFILE_OK(cuFileGetParameterMinMaxValue(param, &mn, &mx));
+		T_LE_U(mn, mx);
+		T_CUFILE_OK(cuFileGetParameterSizeT(param, &v));
+		T_ASSERT(v >= mn && v <= mx); /* the default is in range */
+		T_CUFILE_OK(cuFileSetParameterSizeT(param, mn));
+		T_CUFILE_OK(cuFileSetParameterSizeT(param, mx));
+		T_CUFILE_OK(cuFileGetParameterSizeT(param, &v));
+		T_EQ_U(v, mx);
+		if (mn > 0)
+			T_CUFILE(cuFileSetParameterSizeT(param, mn - 1), CU_FILE_INVALID_VALUE);
+		T_CUFILE(cuFileSetParameterSizeT(param, mx + 1), CU_FILE_INVALID_VALUE);
+		T_CUFILE_OK(cuFileGetParameterSizeT(param, &v));
+		T_EQ_U(v, mx);
+	}
+	return T_EXIT_PASS;
+}

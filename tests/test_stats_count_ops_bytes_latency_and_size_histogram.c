@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Level 2 counters after known I/O: ops ok/err, bytes, latency sums and
+ * averages, bandwidth, registration counters, the size histogram buckets
+ * ([2^(i-1), 2^i) KiB in bucket i, < 1 KiB in bucket 0); Stop freezes the
+ * counters, Reset zeroes them. */
+#include "config_test_util.h"
+
+int main(void)
+{
+	t_clear_config_env();
+	T_CUFILE_OK(cuFileSetStatsLevel(2));
+	const char *path = t_make_pattern_file(4 * T_MIB, 0);
+	int fd = t_open(path, O_RDWR);
+	CUfileHandle_t fh = t_register_fd(fd);
+	char *buf = malloc(2 * T_MIB);
+	T_CUFILE_OK(cuFileBufRegister(buf, 2 * T_MIB, 0));
+	T_CUFILE(cuFileBufRegister(buf, 2 * T_MIB, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+
+	T_IO(cuFileRead(fh, buf, 4096, 0, 0), 4096);       /* bucket 3 */
+	T_IO(cuFileRead(fh, buf, 512, 0, 0), 512);         /* bucket 0 */
+	T_IO(cuFileRead(fh, buf, T_MIB, 0, 0), T_MIB);     /* bucket 11 */
+	T_IO(cuFileRead(fh, buf, 8192, 4 * T_MIB - 4096, 0), 4096); /* short: bucket 4 */
+	T_IO(cuFileWrite(fh, buf, 3000, 0, 0), 3000);      /* bucket 2 */
+	T_IO(cuFileRead(fh, buf, 4096, -1, 0), -CU_FILE_INVALID_VALUE);
+
+	CUfileStatsLevel2_t s;
+	T_CUFILE_OK(cuFileGetStatsL2(&s));
+	CUfileStatsLevel1_t *b = &s.basic;
+	T_EQ_U(b->read_ops.ok, 4);
+	T_EQ_U(b->read_ops.err, 1);
+	T_EQ_U(b->write_ops.ok, 1);
+	T_EQ_U(b->read_bytes, 4096 + 512 + T_MIB + 4096);
+	T_EQ_U(b->write_bytes, 3000);
+	T_EQ_U(b->hdl_register_ops.ok, 1);
+	T_EQ_U(b->buf_register_ops.ok, 1);
+	T_EQ_U(b->buf_register_ops.err, 1);
+	T_LE_U(b->read_lat_avg_us * 5, b->read_lat_sum_us);
+	T_ASSERT(b->read_bw_bytes_per_sec > 0);
+	T_EQ_U(s.read_size_kb_hist[0], 1);
+	T_EQ_U(s.read_size_kb_hist[3], 1);
+	T_EQ_U(s.read_size_kb_hist[4], 1);
+	T_EQ_U(s.read_size_kb_hist[11], 1);
+	T_EQ_U(s.write_size_kb_hist[2], 1);
+	uint64_t total = 0;
+	for (int i = 0; i < 32; i++)
+		total += s.read_size_kb_hist[i];
+	T_EQ_U(total, 4);
+
+	T_CUFILE_OK(cuFileStatsStop());
+	T_IO(cuFileRead(fh, buf, 4096, 0, 0), 4096);
+	T_CUFILE_OK(cuFileGetStatsL2(&s));
+	T_EQ_U(s.basic.read_ops.ok, 4);
+	T_CUFILE_OK(cuFileStatsStart());
+	T_CUFILE_OK(cuFileStatsReset());
+	T_CUFILE_OK(cuFileGetStatsL2(&s));
+	T_EQ_U(s.basic.read_ops.ok, 0);
+	T_EQ_U(s.basic.read_bytes, 0);
+	T_EQ_U(s.read_size_kb_hist[11], 0);
+	T_IO(cuFileRead(fh, buf, 4096, 0, 0), 4096);
+	T_CUFILE_OK(cuFileGetStatsL2(&s));
+	T_EQ_U(s.basic.read_ops.ok, 1);
+	T_EQ_U(s.read_size_kb_hist[3], 1);
+
+	T_CUFILE_OK(cuFileBufDeregister(buf));
+	cuFileHandleDeregister(fh);
+	T_CUFILE_OK(cuFileGetStatsL2(&s));
+	T_EQ_U(s.basic.buf_deregister_ops.ok, 1);
+	T_EQ_U(s.basic.hdl_deregister_ops.ok, 1);
+	close(fd);
+	free(buf);
+	T_CUFILE_OK(cuFileDriverClose());
+	return T_EXIT_PASS;
+}

@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gdscheck - what opencufile will do on this machine, and its statistics.
+ *
+ *   gdscheck [-p]      platform check: library version, configuration file
+ *                      and every effective setting with its source, GPUs
+ *                      (BAR1 size, usable or not), mounted file systems
+ *                      (type, O_DIRECT tested), io_uring, nvidia-fs, PCI
+ *                      P2PDMA, and the data path reads will take.
+ *   gdscheck -k        lists every configuration key as a Markdown table.
+ *   gdscheck -s FILE   prints a statistics snapshot written by a process
+ *                      running with OPENCUFILE_STATS_FILE=FILE (see
+ *                      src/stats.h) and profile.cufile_stats > 0.
+ *
+ * DESIGN: the configuration is computed by the library's own config.c,
+ * compiled into this program, in this process's environment, so what is
+ * printed is what the library computes at cuFileDriverOpen in a process
+ * with the same environment (setter calls aside).  GPU facts come from the
+ * CUDA driver loaded with dlopen (no GPU = a finding, not a failure) and
+ * the BAR size from the library's cuFileGetBARSizeInKB.  O_DIRECT is tested
+ * by writing and reading 4 KiB of an unnamed O_TMPFILE file on each
+ * writable mount (a named file, unlinked at once, where O_TMPFILE is not
+ * supported): the answer is what the kernel does, not what a table says.
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cufile.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "stats.h"
+
+#ifndef OCF_VERSION_STRING
+#define OCF_VERSION_STRING "unknown"
+#endif
+
+/* ---------------------------------------------------------------- CUDA */
+
+struct cu {
+	CUresult (*Init)(unsigned);
+	CUresult (*DeviceGetCount)(int *);
+	CUresult (*DeviceGet)(CUdevice *, int);
+	CUresult (*DeviceGetName)(char *, int, CUdevice);
+	CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+	CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
+	CUresult (*DriverGetVersion)(int *);
+};
+
+static int gpu_count = -1; /* -1: no usable driver */
+static int usable_gpus;
+
+static void check_gpus(void)
+{
+	printf("\nGPUs\n");
+	const char *lib = getenv("OPENCUFILE_LIBCUDA");
+	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		printf("  no CUDA driver (%s): host-memory mode\n", dlerror());
+		return;
+	}
+	struct cu cu = {
+		.Init = (CUresult(*)(unsigned))dlsym(h, "cuInit"),
+		.DeviceGetCount = (CUresult(*)(int *))dlsym(h, "cuDeviceGetCount"),
+		.DeviceGet = (CUresult(*)(CUdevice *, int))dlsym(h, "cuDeviceGet"),
+		.DeviceGetName = (CUresult(*)(char *, int, CUdevice))dlsym(h, "cuDeviceGetName"),
+		.DeviceGetAttribute = (CUresult(*)(int *, CUdevice_attribute, CUdevice))dlsym(h, "cuDeviceGetAttribute"),
+		.DeviceGetPCIBusId = (CUresult(*)(char *, int, CUdevice))dlsym(h, "cuDeviceGetPCIBusId"),
+		.DriverGetVersion = (CUresult(*)(int *))dlsym(h, "cuDriverGetVersion"),
+	};
+	if (!cu.Init || !cu.DeviceGetCount || !cu.DeviceGet || !cu.DeviceGetName || !cu.DeviceGetAttribute ||
+	    !cu.DeviceGetPCIBusId) {
+		printf("  CUDA driver lacks basic entry points: host-memory mode\n");
+		return;
+	}
+	CUresult r = cu.Init(0);
+	int n = 0;
+	if (r != CUDA_SUCCESS || cu.DeviceGetCount(&n) != CUDA_SUCCESS || n == 0) {
+		printf("  CUDA driver present, cuInit returned %d, %d GPUs: host-memory mode\n", (int)r, n);
+		gpu_count = 0;
+		return;
+	}
+	int ver = 0;
+	if (cu.DriverGetVersion)
+		cu.DriverGetVersion(&ver);
+	printf("  CUDA driver API %d.%d, %d GPU%s\n", ver / 1000, ver % 1000 / 10, n, n == 1 ? "" : "s");
+	gpu_count = n;
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		char name[128] = "?", bus[32] = "?";
+		int mode = 0, uva = 0;
+		cu.DeviceGet(&d, i);
+		cu.DeviceGetName(name, (int)sizeof(name), d);
+		cu.DeviceGetPCIBusId(bus, (int)sizeof(bus), d);
+		cu.DeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, d);
+		cu.DeviceGetAttribute(&uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d);
+		size_t bar = 0;
+		CUfileError_t e = cuFileGetBARSizeInKB(i, &bar);
+		char barbuf[64];
+		if (e.err == CU_FILE_SUCCESS)
+			snprintf(barbuf, sizeof(barbuf), "BAR1 %zu MiB", bar / 1024);
+		else
+			snprintf(barbuf, sizeof(barbuf), "BAR1 unknown (%s)", cufileop_status_error(e.err));
+		const char *why = mode == CU_COMPUTEMODE_PROHIBITED ? "no: compute mode prohibited"
+				  : !uva			     ? "no: no unified addressing"
+								     : "yes";
+		if (why[0] == 'y')
+			usable_gpus++;
+		printf("  GPU %d: %s, PCI %s, %s, usable: %s\n", i, name, bus, barbuf, why);
+	}
+}
+
+/* ---------------------------------------------------------- file systems */
+
+static const char *const pseudo_fs[] = {
+	"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue", "securityfs", "debugfs", "tracefs",
+	"pstore", "bpf", "configfs", "fusectl", "hugetlbfs", "autofs", "binfmt_misc", "rpc_pipefs", "nsfs",
+	"efivarfs", "selinuxfs", "ramfs", NULL};
+
+static bool is_pseudo(const char *type)
+{
+	for (const char *const *p = pseudo_fs; *p; p++)
+		if (strcmp(type, *p) == 0)
+			return true;
+	return false;
+}
+
+/* mountinfo escapes blanks as \040 etc. */
+static void unescape(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* Writes then reads 4 KiB with O_DIRECT in directory dir. */
+static void test_odirect(const char *dir, bool ro, char *out, size_t len)
+{
+	if (ro) {
+		snprintf(out, len, "not tested: read-only");
+		return;
+	}
+	bool named = false;
+	char path[4200];
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		snprintf(path, sizeof(path), "%s/.gdscheck.%d", strcmp(dir, "/") ? dir : "", (int)getpid());
+		fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
+		named = fd >= 0;
+		if (named)
+			unlink(path);
+	}
+	if (fd < 0) {
+		if (errno == EACCES || errno == EPERM || errno == EROFS)
+			snprintf(out, len, "not tested: not writable (%s)", strerror(errno));
+		else
+			snprintf(out, len, "no (open: %s)", strerror(errno));
+		return;
+	}
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, 4096) != 0) {
+		close(fd);
+		snprintf(out, len, "not tested: out of memory");
+		return;
+	}
+	memset(buf, 0x5a, 4096);
+	ssize_t w = pwrite(fd, buf, 4096, 0);
+	int we = errno;
+	ssize_t r = w == 4096 ? pread(fd, buf, 4096, 0) : -1;
+	int re = errno;
+	if (w != 4096)
+		snprintf(out, len, "no (write: %s)", w < 0 ? strerror(we) : "short");
+	else if (r != 4096)
+		snprintf(out, len, "no (read: %s)", r < 0 ? strerror(re) : "short");
+	else
+		snprintf(out, len, "yes");
+	free(buf);
+	close(fd);
+}
+
+static void check_mounts(bool all)
+{
+	printf("\nFile systems (O_DIRECT: 4 KiB written and read back in a temporary file)\n");
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		printf("  cannot read /proc/self/mountinfo: %s\n", strerror(errno));
+		return;
+	}
+	char line[8192];
+	int hidden = 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root mountpoint options [optional...] - type source superoptions */
+		char *fields[16];
+		int n = 0;
+		for (char *tok = strtok(line, " \n"); tok && n < 16; tok = strtok(NULL, " \n"))
+			fields[n++] = tok;
+		int dash = -1;
+		for (int i = 6; i < n; i++)
+			if (strcmp(fields[i], "-") == 0) {
+				dash = i;
+				break;
+			}
+		if (n < 6 || dash < 0 || dash + 2 >= n)
+			continue;
+		char *mnt = fields[4], *opts = fields[5], *type = fields[dash + 1], *src = fields[dash + 2];
+		unescape(mnt);
+		if (!all && is_pseudo(type)) {
+			hidden++;
+			continue;
+		}
+		bool ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || opts[2] == '\0');
+		struct stat st;
+		char res[160];
+		if (stat(mnt, &st) != 0 || !S_ISDIR(st.st_mode))
+			snprintf(res, sizeof(res), "not tested: not a directory");
+		else
+			test_odirect(mnt, ro, res, sizeof(res));
+		printf("  %-28s %-10s %-24.24s O_DIRECT: %s\n", mnt, type, src, res);
+	}
+	fclose(f);
+	if (hidden)
+		printf("  (%d pseudo file systems not shown; -a shows them)\n", hidden);
+}
+
+/* ------------------------------------------------------------ kernel */
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+static void check_kernel(bool *nvfs, bool *p2p)
+{
+	struct utsname u;
+	uname(&u);
+	printf("\nKernel %s\n", u.release);
+
+	struct io_uring_params prm;
+	memset(&prm, 0, sizeof(prm));
+	long fd = syscall(__NR_io_uring_setup, 4, &prm);
+	if (fd >= 0) {
+		close((int)fd);
+		printf("  io_uring: available (features 0x%x); not used by the serial engine\n", prm.features);
+	} else {
+		printf("  io_uring: not available (%s)\n", strerror(errno));
+	}
+
+	*nvfs = exists("/proc/driver/nvidia-fs");
+	printf("  nvidia-fs: %s\n", *nvfs ? "loaded (/proc/driver/nvidia-fs); opencufile does not use it"
+					  : "not loaded (no /proc/driver/nvidia-fs)");
+
+	int providers = 0;
+	DIR *d = opendir("/sys/bus/pci/devices");
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			char p[512];
+			snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/p2pmem", e->d_name);
+			if (e->d_name[0] != '.' && exists(p))
+				providers++;
+		}
+		closedir(d);
+	}
+	char cfgpath[300];
+	snprintf(cfgpath, sizeof(cfgpath), "/boot/config-%s", u.release);
+	const char *kcfg = "unknown (no kernel config file)";
+	FILE *k = fopen(cfgpath, "re");
+	if (k) {
+		char line[256];
+		kcfg = "not built in (CONFIG_PCI_P2PDMA unset)";
+		while (fgets(line, sizeof(line), k))
+			if (strncmp(line, "CONFIG_PCI_P2PDMA=y", 19) == 0)
+				kcfg = "built in (CONFIG_PCI_P2PDMA=y)";
+		fclose(k);
+	}
+	*p2p = providers > 0;
+	printf("  PCI P2PDMA: kernel %s, %d device%s publishing p2pmem; opencufile does not use it\n", kcfg,
+	       providers, providers == 1 ? "" : "s");
+}
+
+/* ------------------------------------------------------- configuration */
+
+static void check_config(void)
+{
+	struct ocf_config *cfg = calloc(1, sizeof(*cfg));
+	struct ocf_cfg_diags *d = calloc(1, sizeof(*d));
+	if (!cfg || !d) {
+		printf("out of memory\n");
+		exit(1);
+	}
+	config_load(cfg, d);
+	printf("\nConfiguration\n");
+	if (cfg->file_path[0])
+		printf("  file: %s (%s)\n", cfg->file_path, cfg->file_ok ? "read" : "with errors");
+	else
+		printf("  file: none (%s does not exist): built-in defaults\n", config_file_path());
+	for (int i = 0; i < d->n; i++)
+		printf("  %s: %s\n", log_level_name(d->d[i].level), d->d[i].msg);
+	if (d->dropped)
+		printf("  ... %d more messages\n", d->dropped);
+	printf("  %-44s %-30s %s\n", "key", "value", "source");
+	for (int k = 0; k < OCF_K_COUNT; k++) {
+		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
+		char v[OCF_CFG_LIST_LEN + 8];
+		config_format_value(cfg, (enum ocf_cfg_key)k, v, sizeof(v));
+		bool inert = strncmp(ki->drives, "accepted", 8) == 0;
+		printf("  %-44s %-30s %s%s\n", ki->path, v, config_source_name((enum ocf_cfg_source)cfg->source[k]),
+		       inert ? " (reported only)" : "");
+	}
+	free(cfg);
+	free(d);
+}
+
+static void data_path_line(bool nvfs, bool p2p)
+{
+	printf("\nData path: ");
+	if (gpu_count <= 0)
+		printf("reads go file -> pread -> host memory, because no usable CUDA GPU was found "
+		       "(host-memory mode: every buffer is treated as host memory).\n");
+	else if (usable_gpus == 0)
+		printf("reads into GPU memory will fail, because no GPU is usable; reads into host memory "
+		       "go file -> pread -> host memory.\n");
+	else
+		printf("reads into GPU memory go file -> pread%s -> pinned staging buffer -> cuMemcpyHtoDAsync "
+		       "-> GPU, because opencufile has no GPUDirect DMA path%s; reads into host memory go "
+		       "straight to it with pread.\n",
+		       " (O_DIRECT when the file was opened with it)",
+		       nvfs || p2p ? " (nvidia-fs / P2PDMA are present but not used)"
+				   : " (and neither nvidia-fs nor PCI P2PDMA is present)");
+}
+
+/* --------------------------------------------------------------- stats */
+
+static void print_op(const char *name, const CUfileOpCounter_t *o)
+{
+	printf("  %-22s ok %llu  err %llu\n", name, (unsigned long long)o->ok, (unsigned long long)o->err);
+}
+
+static int print_stats_file(const char *path)
+{
+	struct ocf_stats_file f;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "gdscheck: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	ssize_t n = read(fd, &f, sizeof(f));
+	close(fd);
+	if (n != (ssize_t)sizeof(f) || memcmp(f.magic, OCF_STATS_FILE_MAGIC, sizeof(OCF_STATS_FILE_MAGIC)) != 0 ||
+	    f.version != OCF_STATS_FILE_VERSION || f.size != sizeof(f)) {
+		fprintf(stderr, "gdscheck: %s is not an opencufile stats file of this version\n", path);
+		return 1;
+	}
+	time_t t = (time_t)(f.written_unix_ns / 1000000000u);
+	char when[64];
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	printf("opencufile statistics of pid %d, written %s, level %u, window %.3f s\n", f.pid, when, f.level,
+	       (double)f.window_ns / 1e9);
+	if (f.level < 1)
+		return 0;
+	const CUfileStatsLevel1_t *s = &f.stats.detailed.basic;
+	print_op("read", &s->read_ops);
+	print_op("write", &s->write_ops);
+	print_op("handle register", &s->hdl_register_ops);
+	print_op("handle deregister", &s->hdl_deregister_ops);
+	print_op("buffer register", &s->buf_register_ops);
+	print_op("buffer deregister", &s->buf_deregister_ops);
+	printf("  read  bytes %llu  bw %llu B/s  avg latency %llu us  ops/s %llu\n",
+	       (unsigned long long)s->read_bytes, (unsigned long long)s->read_bw_bytes_per_sec,
+	       (unsigned long long)s->read_lat_avg_us, (unsigned long long)s->read_ops_per_sec);
+	printf("  write bytes %llu  bw %llu B/s  avg latency %llu us  ops/s %llu\n",
+	       (unsigned long long)s->write_bytes, (unsigned long long)s->write_bw_bytes_per_sec,
+	       (unsigned long long)s->write_lat_avg_us, (unsigned long long)s->write_ops_per_sec);
+	if (f.level >= 2) {
+		printf("  size histogram (KiB bucket: reads writes)\n");
+		for (int i = 0; i < 32; i++) {
+			uint64_t r = f.stats.detailed.read_size_kb_hist[i], w = f.stats.detailed.write_size_kb_hist[i];
+			if (!r && !w)
+				continue;
+			if (i == 0)
+				printf("    [0, 1)");
+			else
+				printf("    [%llu, %llu)", 1ull << (i - 1), 1ull << i);
+			printf(": %llu %llu\n", (unsigned long long)r, (unsigned long long)w);
+		}
+	}
+	if (f.level >= 3) {
+		for (uint32_t g = 0; g < f.stats.num_gpus && g < 16; g++) {
+			const CUfilePerGpuStats_t *p = &f.stats.per_gpu_stats[g];
+			printf("  GPU %u uuid ", g);
+			for (int i = 0; i < 16; i++)
+				printf("%02x", (unsigned char)p->uuid[i]);
+			printf("\n    reads %llu (posix %llu, unaligned %llu, err %llu) bytes %llu\n",
+			       (unsigned long long)p->n_total_reads, (unsigned long long)p->n_posix_reads,
+			       (unsigned long long)p->n_unaligned_reads, (unsigned long long)p->n_reads_err,
+			       (unsigned long long)p->read_bytes);
+			printf("    writes %llu (posix %llu, unaligned %llu, err %llu) bytes %llu\n",
+			       (unsigned long long)p->n_total_writes, (unsigned long long)p->n_posix_writes,
+			       (unsigned long long)p->n_unaligned_writes, (unsigned long long)p->n_writes_err,
+			       (unsigned long long)p->writes_bytes);
+		}
+	}
+	return 0;
+}
+
+/* The key table as Markdown, for docs/configuration.md. */
+static void print_key_table(void)
+{
+	static const char *const type_names[] = {"bool", "integer", "string", "integer array", "string array",
+						 "object"};
+	struct ocf_config def;
+	config_load_defaults(&def);
+	printf("| key | type | default | range | environment | what it drives here |\n");
+	printf("| --- | --- | --- | --- | --- | --- |\n");
+	for (int k = 0; k < OCF_K_COUNT; k++) {
+		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
+		char v[OCF_CFG_LIST_LEN + 8], range[128] = "";
+		config_format_value(&def, (enum ocf_cfg_key)k, v, sizeof(v));
+		if (ki->type == OCF_CFG_SIZE || ki->type == OCF_CFG_SIZE_ARRAY)
+			snprintf(range, sizeof(range), "%s%llu .. %llu", ki->type == OCF_CFG_SIZE_ARRAY ? "each " : "",
+				 (unsigned long long)ki->min, (unsigned long long)ki->max);
+		else if (ki->choices) {
+			int o = 0;
+			for (const char *const *c = ki->choices; *c && o < (int)sizeof(range) - 1; c++)
+				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *c);
+		}
+		printf("| `%s` | %s | `%s` | %s | %s | %s |\n", ki->path, type_names[ki->type], v, range,
+		       ki->env ? ki->env : "", ki->drives);
+	}
+}
+
+static void usage(FILE *to)
+{
+	fprintf(to, "usage: gdscheck [-p] [-a]    platform check (-a: list pseudo file systems too)\n"
+		    "       gdscheck -s FILE      print a statistics file (OPENCUFILE_STATS_FILE)\n"
+		    "       gdscheck -k           list every configuration key (Markdown)\n");
+}
+
+int main(int argc, char **argv)
+{
+	bool all = false;
+	int opt;
+	while ((opt = getopt(argc, argv, "paks:h")) != -1) {
+		switch (opt) {
+		case 'p':
+			break;
+		case 'a':
+			all = true;
+			break;
+		case 's':
+			return print_stats_file(optarg);
+		case 'k':
+			print_key_table();
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	int v = 0;
+	cuFileGetVersion(&v);
+	printf("opencufile %s, cuFile API %d.%d (cuFileGetVersion %d)\n", OCF_VERSION_STRING, v / 1000,
+	       v % 1000 / 10, v);
+	check_config();
+	check_gpus();
+	check_mounts(all);
+	bool nvfs = false, p2p = false;
+	check_kernel(&nvfs, &p2p);
+	data_path_line(nvfs, p2p);
+	return 0;
+}
