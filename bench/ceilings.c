@@ -40,6 +40,7 @@
 
 #include "cuda_dl.h"
 #include "pattern.h"
+#include "size_arg.h"
 
 static struct cuda_dl cu;
 static int have_cuda;
@@ -54,28 +55,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || v < 0)
-		return -1;
-	uint64_t mul = 1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	default: break;
-	}
-	if (*end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	*out = (uint64_t)(v * (double)mul);
-	return 0;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -113,7 +92,8 @@ static void *host_alloc(size_t len, int *pinned)
 	*pinned = 0;
 	CUcontext ctx;
 	/* Pinned allocations need a current context in the calling thread. */
-	if (have_cuda && cuda_dl_bind(&cu, gpu_index, &ctx) == CUDA_SUCCESS && cu.MemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+	if (have_cuda && cuda_dl_bind(&cu, gpu_index, &ctx) == CUDA_SUCCESS &&
+	    cu.MemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
 		*pinned = 1;
 		memset(p, 0, len);
 		return p;
@@ -238,8 +218,9 @@ static void *job_main(void *arg)
 		uint64_t off = c * j->chunk;
 		size_t done = 0;
 		while (done < j->chunk) {
-			ssize_t r = j->write ? pwrite(j->fd, (char *)buf + done, j->chunk - done, (off_t)(off + done))
-					     : pread(j->fd, (char *)buf + done, j->chunk - done, (off_t)(off + done));
+			ssize_t r =
+			    j->write ? pwrite(j->fd, (char *)buf + done, j->chunk - done, (off_t)(off + done))
+				     : pread(j->fd, (char *)buf + done, j->chunk - done, (off_t)(off + done));
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0) {
@@ -300,8 +281,8 @@ static void test_pread(const char *file, size_t chunk)
 		ceiling(name, v, "GB/s");
 		best = v > best ? v : best;
 	}
-	printf("# pread: %llu bytes of %s in %zu-byte chunks into %s memory\n", (unsigned long long)bytes, file, chunk,
-	       pinned ? "pinned" : "plain (no CUDA driver)");
+	printf("# pread: %llu bytes of %s in %zu-byte chunks into %s memory\n", (unsigned long long)bytes,
+	       file, chunk, pinned ? "pinned" : "plain (no CUDA driver)");
 	ceiling("pagecache_pread_best", best, "GB/s");
 
 	/* The floor under a small cuFileRead: one 4 KiB pread of cached data. */
@@ -359,11 +340,12 @@ static void test_odirect(const char *file, uint64_t per_depth)
 	dropped &= drop_caches();
 	int fd = open(file, O_RDONLY);
 	if (fd >= 0) {
-		ceiling("disk_buffered_cold_read_1x16MiB", parallel_io(fd, 0, 1, 16 << 20, bytes / (16 << 20) * (16 << 20), NULL),
-			"GB/s");
+		ceiling("disk_buffered_cold_read_1x16MiB",
+			parallel_io(fd, 0, 1, 16 << 20, bytes / (16 << 20) * (16 << 20), NULL), "GB/s");
 		close(fd);
 	}
-	printf("# disk: %llu bytes per measurement in 1 MiB O_DIRECT reads, queue depth = threads; page cache %s\n",
+	printf("# disk: %llu bytes per measurement in 1 MiB O_DIRECT reads, queue depth = threads; page "
+	       "cache %s\n",
 	       (unsigned long long)bytes, dropped ? "dropped before each" : "NOT dropped (not root or -n)");
 }
 
@@ -395,7 +377,8 @@ static void test_pwrite(const char *file, uint64_t bytes)
 		ceiling("pwrite_buffered_8x1MiB", parallel_io(fd, 1, 8, 1 << 20, b, NULL), "GB/s");
 		double t0 = now();
 		fsync(fd);
-		printf("# pwrite: %llu bytes per measurement, no fsync inside the timing (fsync after: %.2f s)\n",
+		printf("# pwrite: %llu bytes per measurement, no fsync inside the timing (fsync after: %.2f "
+		       "s)\n",
 		       (unsigned long long)bytes, now() - t0);
 		close(fd);
 	}
@@ -419,8 +402,12 @@ int main(int argc, char **argv)
 	int gpu = 0, opt;
 	while ((opt = getopt(argc, argv, "f:W:s:r:c:d:t:nh")) != -1) {
 		switch (opt) {
-		case 'f': file = optarg; break;
-		case 'W': wfile = optarg; break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'W':
+			wfile = optarg;
+			break;
 		case 's':
 			if (parse_size(optarg, &wbytes))
 				return 2;
@@ -433,9 +420,15 @@ int main(int argc, char **argv)
 			if (parse_size(optarg, &chunk) || !chunk)
 				return 2;
 			break;
-		case 'd': gpu = atoi(optarg); break;
-		case 't': tests = optarg; break;
-		case 'n': no_drop = 1; break;
+		case 'd':
+			gpu = atoi(optarg);
+			break;
+		case 't':
+			tests = optarg;
+			break;
+		case 'n':
+			no_drop = 1;
+			break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "

@@ -226,10 +226,9 @@ enum CUfileFileHandleType {
 	CU_FILE_HANDLE_TYPE_OPAQUE_WIN32 = 2,
 	CU_FILE_HANDLE_TYPE_USERSPACE_FS = 3
 };
-typedef enum CUfileFileHandleType CUfileFileHandleType;
 
 typedef struct CUfileDescr_t {
-	CUfileFileHandleType type;
+	enum CUfileFileHandleType type;
 	union {
 		int fd;
 		void *handle;

@@ -61,7 +61,7 @@ LATT=2          # seconds of 4 KiB random reads per repetition
 BATCHSZ=1G      # data set of the batch workloads
 DROP=1
 if [ "$DRY" = 1 ]; then
-	SIZE=${GPU_BENCH_SIZE:-64M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}
+	SIZE=${GPU_BENCH_SIZE:-128M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}
 	LIBS=${GPU_BENCH_LIBS:-ours} LATT=0.3 BATCHSZ=16M DROP=0
 fi
 
@@ -123,6 +123,7 @@ devnums() {
 DEVNUMS=$(devnums | tr '\n' ' ')
 [ -n "$DEVNUMS" ] || DEVNUMS="254:0"
 UDEV_FILES=()
+UDEV_NOTE=""
 UDEV_MADE_RUN=0
 UDEV_MADE_DATA=0
 udev_on() {
@@ -186,9 +187,10 @@ run_gdsio() {
 	wait "$CHILD"
 	rc=$?
 	CHILD=""
-	[ "$lib" = nv ] && udev_off
+	UDEV_NOTE=""
+	[ "$lib" = nv ] && UDEV_NOTE="udev data written: ${UDEV_FILES[*]:-none}" && udev_off
 	{
-		echo "### [t=$(elapsed)s] $id $lib rep=$rep rc=$rc: gdsio ${args[*]}"
+		echo "### [t=$(elapsed)s] $id $lib rep=$rep rc=$rc: gdsio ${args[*]}${UDEV_NOTE:+ ($UDEV_NOTE)}"
 		cat "$RUNOUT"
 	} >>"$RAW"
 	st=$(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == "Status:") print $(i + 1)}' "$RUNOUT" | sort -u |
@@ -315,7 +317,7 @@ ceilings() {
 }
 
 # ------------------------------------------------------------- the table
-fmt() { awk -v v="$1" 'BEGIN {if (v >= 100) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v}'; }
+fmt() { [ "$1" = - ] && { echo -; return; }; awk -v v="$1" 'BEGIN {if (v >= 100) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v}'; }
 
 cell() { # id lib metric -> "median (min-max)" or a status
 	local s
@@ -384,7 +386,7 @@ TABLE_DONE=0
 print_table() {
 	((TABLE_DONE)) && return
 	TABLE_DONE=1
-	local row id metric label target checks lower nvc oc ratio met nvm om cpu gpu
+	local row id metric label target checks lower nvc oc ratio met nvm om cpu gpu a b
 	{
 		echo
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -403,8 +405,6 @@ print_table() {
 			nvc=$(cell "$id" nv "$metric")
 			oc=$(cell "$id" ours "$metric")
 			case " $LIBS " in *" nv "*) ;; *) nvc="not run" ;; esac
-			[ "${VF[$id|nv]:-}" != "" ] && [ "${VF[$id|nv]}" != PASS ] && nvc="$nvc; -V: ${VF[$id|nv]}"
-			[ "${VF[$id|ours]:-}" != "" ] && [ "${VF[$id|ours]}" != PASS ] && oc="$oc; -V: ${VF[$id|ours]}"
 			nvm=$(median_of "$id" nv "$metric")
 			om=$(median_of "$id" ours "$metric")
 			ratio="-"
@@ -414,16 +414,12 @@ print_table() {
 			met=$(check "$checks" "$id" "$metric")
 			cpu="-"
 			if [ "$metric" = GB_per_sec ]; then
-				cpu="$(median_of "$id" nv CPU_sec_per_GB) / $(median_of "$id" ours CPU_sec_per_GB)"
-				[ "$cpu" = " / " ] && cpu="-"
+				a=$(median_of "$id" nv CPU_sec_per_GB)
+				b=$(median_of "$id" ours CPU_sec_per_GB)
+				[ -n "$a$b" ] && cpu="$(fmt "${a:--}") / $(fmt "${b:--}")"
 			fi
 			echo "| $label | $nvc | $oc | $ratio | $target | $met | $cpu |"
 		done
-		echo
-		echo "Ceilings (same run): $(for k in h2d_pinned_1GiB d2h_pinned_1GiB h2d_pageable_1GiB pagecache_pread_best \
-			disk_odirect_read_best pwrite_odirect_1x16MiB pwrite_buffered_8x1MiB; do
-			[ -n "${CEIL[$k]:-}" ] && printf '%s %s; ' "$k" "${CEIL[$k]}"
-		done)"
 		echo
 		echo "| ceiling | value |"
 		echo "| --- | --- |"
@@ -451,13 +447,16 @@ say "gpu-bench: gdsio=$GDSIO ours=$OURREAL nvidia=$NVREAL/libcufile.so.0 libs=[$
 say "gpu-bench: scratch=$SCRATCH ($fstype, block devices $DEVNUMS) raw log=$RAW"
 
 [ -e "$DATA" ] || CREATED+=("$DATA")
-"$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create $DATA"; exit 2; }
+# Helper runs (file creation, warming) use no cuFile call; ours is preloaded
+# only so that gdsio starts wherever its RUNPATH points.
+env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create $DATA"; exit 2; }
 # Warm the page cache: read it all once (CPU only, buffered).
-"$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 16M >>"$RAW" 2>&1
+env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
 
 wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread
 
 SB=$(bytes "$SIZE")
+(($(bytes "$BATCHSZ") > SB)) && BATCHSZ=$SIZE
 ASYNC_B=$((SB / (16 << 20)))
 ((ASYNC_B < 1)) && ASYNC_B=1
 F=(-f "$DATA")
@@ -468,14 +467,15 @@ workload t16_1m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 16 -s "$SIZE" -i 1M
 workload t8_16m   0 60 20 "${F[@]}" -x 0 -m 0 -N -w 8 -s "$SIZE" -i 16M
 workload host4g   0 60 20 "${F[@]}" -x 0 -m 3 -b -N -w 1 -s "$SIZE" -i "$SIZE"
 workload lat4k    0 60 25 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 4K -I 2 -T "$LATT"
-workload batch128 0 30 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
-workload batch32r 0 30 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
+workload batch128 0 15 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
+workload batch32r 0 15 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload async256 0 60 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
 drvopen
 
 if wanted ceilings || wanted wr_dio || wanted wr_buf; then
 	[ -e "$WDATA" ] || CREATED+=("$WDATA")
-	"$GDSIO" -Z -f "$WDATA" -s "$SIZE" >>"$RAW" 2>&1
+	env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$WDATA" -s "$SIZE" >>"$RAW" 2>&1
+	sync # the write ceilings and workloads must not pay for flushing this
 fi
 wanted ceilings && ceilings -f "$DATA" -W "$WDATA" -s "$SIZE" -r "$COLD" -t odirect,pwrite
 

@@ -340,13 +340,22 @@ cat "$SUMMARY"
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 if [ -n "$GPU_NAME" ]; then record facts PASS "$GPU_NAME"; else record facts FAIL "nvidia-smi gave no GPU"; fi
 
+# json-c is not installed on the GPU machine: scripts/carry-deps.sh copies
+# its headers and library into .carry/ on the build machine, and the device
+# call names .carry in `carry`.
+JSONC_ARG=
+if [ -d "$ROOT/.carry/jsonc" ]; then
+	JSONC_ARG="-DJSONC_ROOT=$ROOT/.carry/jsonc"
+	export LD_LIBRARY_PATH="$ROOT/.carry/jsonc/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
 # ============================================================ (b) build
 section "(b) build ours"
 if ! skipped build; then
 	{
 		echo "##### cmake configure + build of the library target  [t=$(elapsed)s]"
 		timeout -k 5 "$(tmo 150)" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-			-DOPENCUFILE_GPU_TESTS=ON 2>&1 &&
+			-DOPENCUFILE_GPU_TESTS=ON $JSONC_ARG 2>&1 &&
 			timeout -k 5 "$(tmo 240)" cmake --build "$BUILD" -j16 --target cufile 2>&1
 		echo "lib-exit: $?"
 	} >>"$TESTS_LOG"

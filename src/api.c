@@ -145,17 +145,21 @@ OCF_EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 static ssize_t io_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
 			  struct ocf_io *io)
 {
+	/* Argument errors are -1 with errno, as NVIDIA's library reports
+	 * them: EINVAL for values, EBADF for a handle that is not registered. */
 	if (!fh || !base || file_offset < 0 || buf_offset < 0 || size > (size_t)SSIZE_MAX ||
 	    (off_t)size > LLONG_MAX - file_offset)
-		return OCF_ERR(CU_FILE_INVALID_VALUE);
+		return -EINVAL;
 	io->h = handle_get(fh);
 	if (!io->h)
-		return OCF_ERR(CU_FILE_HANDLE_NOT_REGISTERED);
+		return -EBADF;
 	io->off = file_offset;
 	io->len = size;
 	if (size == 0)
 		return 0;
 	int r = buf_resolve(base, buf_offset, size, &io->t);
+	if (r == OCF_ERR(CU_FILE_INVALID_VALUE))
+		r = -EINVAL; /* past the end of a registration */
 	if (r) {
 		handle_put(io->h);
 		io->h = NULL;
@@ -163,13 +167,18 @@ static ssize_t io_prepare(CUfileHandle_t fh, const void *base, size_t size, off_
 	return r;
 }
 
-static ssize_t do_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-		     bool write)
+/* The synchronous read/write path after the caller's own checks; returns
+ * the internal result (bytes, -errno or -CUfileOpError) and sets no errno,
+ * so the asynchronous executor (batch and stream I/O) runs exactly what
+ * cuFileRead/cuFileWrite run.  count_stats: count it as a read/write op
+ * (batch entries are counted by the batch counters instead). */
+ssize_t api_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset, bool write,
+	       bool count_stats)
 {
-	uint64_t t0 = stats_io_begin(); /* 0 when statistics are off */
+	uint64_t t0 = count_stats ? stats_io_begin() : 0; /* 0 when statistics are off */
 	int r = driver_enter(true);
 	if (r)
-		return io_result(r);
+		return r;
 	struct ocf_io io = {0};
 	ssize_t ret = io_prepare(fh, base, size, file_offset, buf_offset, &io);
 	if (ret == 0 && size > 0)
@@ -186,7 +195,13 @@ static ssize_t do_io(CUfileHandle_t fh, const void *base, size_t size, off_t fil
 		log_error("cuFile%s(%p, %p, %zu, %lld, %lld) failed: %s", write ? "Write" : "Read", fh, base, size,
 			  (long long)file_offset, (long long)buf_offset,
 			  ocf_is_cufile_err(ret) ? cufileop_status_error((CUfileOpError)-ret) : strerror((int)-ret));
-	return io_result(ret);
+	return ret;
+}
+
+static ssize_t do_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
+		     bool write)
+{
+	return io_result(api_io(fh, base, size, file_offset, buf_offset, write, true));
 }
 
 OCF_EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset,

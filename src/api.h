@@ -5,9 +5,18 @@
 #ifndef OCF_API_H_
 #define OCF_API_H_
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "cufile.h"
 
 /* Internal result (0, -errno or -CUfileOpError) to CUfileError_t. */
 CUfileError_t api_status(long r);
+
+/* cuFileRead/cuFileWrite after their argument checks, with the internal
+ * result (bytes, -errno, -CUfileOpError); enters the driver gate itself.
+ * Used by the asynchronous executor (async.c) for batch and stream I/O. */
+ssize_t api_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset, bool write,
+	       bool count_stats);
 
 #endif /* OCF_API_H_ */

@@ -37,10 +37,10 @@ static int fill_props(bool is_open, void *arg)
 	props->nvfs.max_direct_io_size = ocf_cfg.max_direct_io_size_kb;
 	props->nvfs.dcontrolflags = (ocf_cfg.use_poll_mode ? 1u << CU_FILE_USE_POLL_MODE : 0) |
 				    (ocf_cfg.allow_compat_mode ? 1u << CU_FILE_ALLOW_COMPAT_MODE : 0);
-	/* Feature flags: batch, stream and parallel I/O are not implemented
-	 * yet (their entry points return errors), dynamic routing is an RDMA
-	 * feature.  Set the bits here when those subsystems land. */
-	props->fflags = 0;
+	/* Feature flags: batch I/O (batch.c), stream I/O (stream.c) and the
+	 * parallel engine (engine.c); dynamic routing is an RDMA feature. */
+	props->fflags = 1u << CU_FILE_BATCH_IO_SUPPORTED | 1u << CU_FILE_STREAMS_SUPPORTED |
+			1u << CU_FILE_PARALLEL_IO_SUPPORTED;
 	props->max_device_cache_size = clamp_u32(ocf_cfg.max_device_cache_size_kb);
 	props->per_buffer_cache_size = clamp_u32(ocf_cfg.per_buffer_cache_size_kb);
 	props->max_device_pinned_mem_size = clamp_u32(ocf_cfg.max_device_pinned_mem_size_kb);

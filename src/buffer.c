@@ -8,8 +8,8 @@
  * cuPointerGetAttributes() call (memory type, context, device ordinal,
  * buffer ID, allocation range).  A registration remembers the buffer ID of
  * its memory; at every I/O the ID is read again, and a mismatch (the memory
- * was freed and another allocation now sits at that address) drops the
- * stale registration instead of trusting it.  Registered device memory gets
+ * was freed and another allocation now sits at that address) rebuilds the
+ * registration from the new memory (or drops it) instead of trusting it.  Registered device memory gets
  * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS so that synchronous CUDA copies by the
  * application and our stream copies are ordered.
  *
@@ -102,26 +102,12 @@ static int classify(uintptr_t p, struct meminfo *mi)
 	return 0;
 }
 
-/* Is [p, p+len) inside device memory of one GPU?  VMM users (for example
- * expandable allocators) map several physical chunks back to back, each a
- * range of its own, so follow the ranges as long as they continue on the
- * same device. */
+/* Is [p, p+len) inside the allocation?  The allocation's own range only:
+ * a neighbouring allocation that happens to be contiguous does not count. */
 static bool device_range_ok(const struct meminfo *mi, uintptr_t p, size_t len)
 {
-	if (p < mi->start || p - mi->start > mi->size)
-		return false;
 	uintptr_t end = mi->start + mi->size;
-	uintptr_t want = p + len;
-	if (want < p)
-		return false;
-	while (end < want) {
-		struct meminfo next;
-		if (classify(end, &next) != 0 || next.kind != mi->kind || next.ordinal != mi->ordinal ||
-		    next.start != end || next.size == 0)
-			return false;
-		end = next.start + next.size;
-	}
-	return true;
+	return p >= mi->start && p <= end && len <= end - p;
 }
 
 static int fill_target(const struct meminfo *mi, uintptr_t p, struct ocf_target *t)
@@ -158,37 +144,55 @@ static ssize_t find_le(uintptr_t p)
 	return (ssize_t)lo - 1;
 }
 
+/* Device memory is ordered with the application's synchronous copies. */
+static void set_sync_memops(uintptr_t p)
+{
+	unsigned int one = 1;
+	CUresult cr = ocf_cu.PointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)p);
+	if (cr != CUDA_SUCCESS)
+		log_warn("SYNC_MEMOPS on %#lx failed: %s", (unsigned long)p, cuda_error_name(cr));
+}
+
+/* Classifies [p, p+len) for a registration. */
+static int classify_for_registration(uintptr_t p, size_t len, struct meminfo *mi)
+{
+	int r = classify(p, mi);
+	if (r)
+		return r;
+	if ((mi->kind == MEM_DEVICE || mi->kind == MEM_MANAGED) && !device_range_ok(mi, p, len))
+		return OCF_ERR(CU_FILE_CUDA_POINTER_RANGE_ERROR);
+	if (mi->kind == MEM_DEVICE) {
+		struct ocf_gpu *g;
+		r = gpu_get(mi->ordinal, &g);
+		if (r)
+			return r;
+		set_sync_memops(p);
+	}
+	return 0;
+}
+
 int buf_register(const void *base, size_t len, int flags)
 {
 	if (!base || len == 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	/* Flags only steer RDMA, which this library does not do; unknown bits
+	 * are ignored as NVIDIA's library ignores them. */
 	if (flags & ~(CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING))
-		return OCF_ERR(CU_FILE_INVALID_VALUE);
+		log_debug("cuFileBufRegister: flags %#x ignored", flags);
 	uintptr_t p = (uintptr_t)base;
 	if (p + len < p)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 	struct meminfo mi;
-	int r = classify(p, &mi);
+	int r = classify_for_registration(p, len, &mi);
 	if (r)
 		return r;
-	if ((mi.kind == MEM_DEVICE || mi.kind == MEM_MANAGED) && !device_range_ok(&mi, p, len))
-		return OCF_ERR(CU_FILE_CUDA_POINTER_RANGE_ERROR);
-	if (mi.kind == MEM_DEVICE) {
-		struct ocf_gpu *g;
-		r = gpu_get(mi.ordinal, &g);
-		if (r)
-			return r;
-		unsigned int one = 1;
-		CUresult cr = ocf_cu.PointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)p);
-		if (cr != CUDA_SUCCESS)
-			log_warn("SYNC_MEMOPS on %#lx failed: %s", (unsigned long)p, cuda_error_name(cr));
-	}
 
+	/* Registrations are keyed by base address.  Overlapping ranges with
+	 * different bases are allowed (a tensor and a view into it), as they
+	 * are by NVIDIA's library; the same base twice is not. */
 	pthread_rwlock_wrlock(&reg_lock);
 	ssize_t i = find_le(p);
-	bool overlap = (i >= 0 && regs[i].base + regs[i].len > p) ||
-		       ((size_t)(i + 1) < nregs && regs[i + 1].base < p + len);
-	if (overlap) {
+	if (i >= 0 && regs[i].base == p) {
 		pthread_rwlock_unlock(&reg_lock);
 		return OCF_ERR(CU_FILE_MEMORY_ALREADY_REGISTERED);
 	}
@@ -254,15 +258,39 @@ static bool reg_is_live(const struct reg *g)
 	return r == CUDA_SUCCESS && id == g->mi.buffer_id;
 }
 
-static void drop_stale(const struct reg *stale)
+/* The memory under a registration was freed and something else now lives
+ * at its address (or nothing).  Nothing of the old state is used: the
+ * registration is rebuilt from the new memory if that still holds the whole
+ * registered range, else dropped.  Either way the caller classifies again.
+ * Keeping it (refreshed) lets the application's later cuFileBufDeregister
+ * succeed, as it does with NVIDIA's library. */
+static void refresh_stale(const struct reg *stale)
 {
+	struct meminfo mi;
+	bool keep = classify_for_registration(stale->base, stale->len, &mi) == 0;
 	pthread_rwlock_wrlock(&reg_lock);
 	ssize_t i = find_le(stale->base);
-	if (i >= 0 && regs[i].base == stale->base && regs[i].mi.buffer_id == stale->mi.buffer_id)
-		remove_at((size_t)i);
+	if (i >= 0 && regs[i].base == stale->base && regs[i].mi.buffer_id == stale->mi.buffer_id) {
+		if (keep)
+			regs[i].mi = mi;
+		else
+			remove_at((size_t)i);
+	}
 	pthread_rwlock_unlock(&reg_lock);
-	log_warn("buffer %#lx was freed without cuFileBufDeregister; registration dropped",
-		 (unsigned long)stale->base);
+	log_warn("buffer %#lx was freed without cuFileBufDeregister; registration %s",
+		 (unsigned long)stale->base, keep ? "renewed for the new allocation" : "dropped");
+}
+
+/* Caller holds reg_lock.  The registration to use for an I/O whose buffer
+ * base is b: the one registered at b, else the nearest one below b that
+ * contains b (bounded search: overlapping registrations are rare). */
+static ssize_t find_covering(uintptr_t b)
+{
+	ssize_t i = find_le(b);
+	for (int steps = 0; i >= 0 && steps < 64; i--, steps++)
+		if (b < regs[i].base + regs[i].len)
+			return i;
+	return -1;
 }
 
 int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
@@ -275,8 +303,8 @@ int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
 	struct reg found;
 	bool have = false;
 	pthread_rwlock_rdlock(&reg_lock);
-	ssize_t i = find_le(b);
-	if (i >= 0 && b < regs[i].base + regs[i].len) {
+	ssize_t i = find_covering(b);
+	if (i >= 0) {
 		found = regs[i];
 		have = true;
 	}
@@ -284,7 +312,7 @@ int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
 
 	if (have) {
 		if (!reg_is_live(&found)) {
-			drop_stale(&found);
+			refresh_stale(&found);
 		} else {
 			if (p + size > found.base + found.len)
 				return OCF_ERR(CU_FILE_INVALID_VALUE);

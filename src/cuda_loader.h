@@ -29,6 +29,8 @@
 	X(DeviceGetPCIBusId, "cuDeviceGetPCIBusId", CUresult, (char *, int, CUdevice))         \
 	X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult, (CUcontext *, CUdevice)) \
 	X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice))       \
+	X(DevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState", CUresult,                    \
+	  (CUdevice, unsigned int *, int *))                                                   \
 	X(CtxGetCurrent, "cuCtxGetCurrent", CUresult, (CUcontext *))                           \
 	X(CtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext))                             \
 	X(CtxPushCurrent, "cuCtxPushCurrent_v2", CUresult, (CUcontext))                        \
@@ -58,7 +60,14 @@
 	X(EventCreate, "cuEventCreate", CUresult, (CUevent *, unsigned int))                   \
 	X(EventRecord, "cuEventRecord", CUresult, (CUevent, CUstream))                         \
 	X(EventSynchronize, "cuEventSynchronize", CUresult, (CUevent))                         \
-	X(EventDestroy, "cuEventDestroy_v2", CUresult, (CUevent))
+	X(EventDestroy, "cuEventDestroy_v2", CUresult, (CUevent))                             \
+	/* Stream I/O (stream.c): a host function hands the operation to the \
+	 * executor; the stream then waits on a flag in mapped pinned memory. */ \
+	X(LaunchHostFunc, "cuLaunchHostFunc", CUresult, (CUstream, CUhostFn, void *))         \
+	X(StreamWaitValue32, "cuStreamWaitValue32_v2", CUresult,                              \
+	  (CUstream, CUdeviceptr, cuuint32_t, unsigned int))                                  \
+	X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                  \
+	  (CUdeviceptr *, void *, unsigned int))
 
 struct ocf_cuda {
 #define OCF_CUDA_MEMBER(name, sym, ret, args) ret(*name) args;

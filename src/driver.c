@@ -18,6 +18,8 @@
 
 #include <pthread.h>
 
+#include "async.h"
+#include "batch.h"
 #include "buffer.h"
 #include "config.h"
 #include "cuda_loader.h"
@@ -27,6 +29,7 @@
 #include "internal.h"
 #include "log.h"
 #include "stats.h"
+#include "stream.h"
 
 /* state_lock protects open_count, is_open, closing and inflight. */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,6 +46,9 @@ static int open_locked(void)
 	/* cufile.json, environment and staged parameters; configures the log. */
 	config_apply_at_open();
 	cuda_load();
+	/* Pin staging memory in the background for GPUs already in use, so
+	 * open stays fast and the first large I/O does not pay for pinning. */
+	gpu_prewarm_start(engine_participants());
 	is_open = true;
 	open_count = 1;
 	log_info("driver opened (%s)", cuda_available() ? "CUDA available" : "host memory only");
@@ -92,9 +98,19 @@ int driver_close(void)
 		return OCF_ERR(CU_FILE_DRIVER_CLOSING);
 	}
 	closing = true;
+	/* Batch entries not started yet are cancelled rather than run; the
+	 * wait below then also covers asynchronous operations, which hold an
+	 * in-flight reference until they complete (driver_hold). */
+	pthread_mutex_unlock(&state_lock);
+	batch_cancel_all();
+	pthread_mutex_lock(&state_lock);
 	while (inflight > 0)
 		pthread_cond_wait(&state_cv, &state_lock);
 	/* No call is in flight and none can start: tear down. */
+	batch_teardown();
+	stream_teardown();
+	async_shutdown();
+	gpu_prewarm_wait();
 	ocf_engine->shutdown();
 	handle_deregister_all();
 	buf_deregister_all();
@@ -177,3 +193,27 @@ int driver_with_state_locked(int (*fn)(bool is_open, void *arg), void *arg)
 	pthread_mutex_unlock(&state_lock);
 	return r;
 }
+
+/* Asynchronous operations (async.c).  An operation submitted by an API call
+ * takes its own in-flight reference, so a close waits for it like for a
+ * call; the executor thread that runs it "adopts" that reference (depth),
+ * so the synchronous path's driver_enter nests instead of waiting behind a
+ * close that is itself waiting for this very operation. */
+void driver_hold(unsigned n)
+{
+	pthread_mutex_lock(&state_lock);
+	inflight += n;
+	pthread_mutex_unlock(&state_lock);
+}
+
+void driver_release(void)
+{
+	pthread_mutex_lock(&state_lock);
+	if (--inflight == 0 && closing)
+		pthread_cond_broadcast(&state_cv);
+	pthread_mutex_unlock(&state_lock);
+}
+
+void driver_adopt(void) { depth++; }
+
+void driver_unadopt(void) { depth--; }

@@ -23,4 +23,15 @@ bool driver_is_open(void);
  * happen meanwhile); returns fn's result. */
 int driver_with_state_locked(int (*fn)(bool is_open, void *arg), void *arg);
 
+/* Asynchronous operations: driver_hold(n) (called inside the gate, never
+ * under a subsystem lock: a close tears down under the driver's lock) takes
+ * n in-flight references that outlive the API call, each released by
+ * driver_release() when its operation completes; a close waits for them.  The
+ * thread running such an operation brackets it with driver_adopt() /
+ * driver_unadopt(), so that API calls it makes nest in the held reference. */
+void driver_hold(unsigned n);
+void driver_release(void);
+void driver_adopt(void);
+void driver_unadopt(void);
+
 #endif /* OCF_DRIVER_H_ */

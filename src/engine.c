@@ -58,6 +58,7 @@ struct request {
 	size_t chunk;   /* chunk size */
 	size_t skew0;   /* off % alignment: chunk 0 is that much shorter */
 	size_t nchunks;
+	bool small; /* one small chunk: copies are synchronous */
 	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
 	 * indices; the data each chunk touches is disjoint. */
 	atomic_size_t next;
@@ -87,9 +88,34 @@ static struct request *queue;
 static pthread_t *workers;
 static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
+
+/* Requests up to this size into device memory copy synchronously from the
+ * staging buffer: for a few KiB, cuMemcpyHtoD returns sooner than an
+ * asynchronous copy plus an event wait.  Read once per process. */
+static size_t small_sync_bytes(void)
+{
+	static size_t v = (size_t)-1;
+	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	if (cur == (size_t)-1) {
+		const char *env = ocf_getenv("OPENCUFILE_SMALL_SYNC_KB");
+		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : 64 * 1024;
+		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
+	}
+	return cur;
+}
 static bool running, shutting_down;
 
-static void run_request(struct request *rq, struct ocf_lane *lane);
+static bool run_request(struct request *rq, struct ocf_lane *lane);
+
+/* Returns a lane after use; one whose stream could not be drained is
+ * destroyed rather than handed to the next request. */
+static void lane_release(struct ocf_lane *lane, bool clean)
+{
+	if (clean)
+		pool_put(lane);
+	else
+		pool_discard(lane);
+}
 
 static void *worker_main(void *arg)
 {
@@ -115,8 +141,7 @@ static void *worker_main(void *arg)
 		if (!rq->pool) {
 			run_request(rq, NULL);
 		} else if (pool_try_get(rq->pool, &lane) == 0) {
-			run_request(rq, lane);
-			pool_put(lane);
+			lane_release(lane, run_request(rq, lane));
 		}
 
 		pthread_mutex_lock(&rq->lock);
@@ -129,23 +154,31 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Worker threads: one per online CPU up to 16 (warm page-cache reads scale
+ * to about that many threads), or execution.max_io_threads if larger.
+ * NVIDIA's stock value (4) sizes its own compatible-mode pool and would
+ * starve this engine, so it is a lower bound here.  OPENCUFILE_IO_THREADS
+ * sets the number exactly (0: no helpers). */
 static int configured_threads(void)
 {
-	long n = (long)ocf_cfg.io_threads;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n > 16)
+		n = 16;
+	if (n < (long)ocf_cfg.max_io_threads)
+		n = (long)ocf_cfg.max_io_threads;
+	if (ocf_cfg.io_threads)
+		n = (long)ocf_cfg.io_threads;
 	const char *env = ocf_getenv("OPENCUFILE_IO_THREADS");
 	if (env && *env)
 		n = strtol(env, NULL, 10);
-	if (n <= 0) {
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-		if (n > 16)
-			n = 16;
-	}
 	if (n < 0)
 		n = 0;
 	if (n > 256)
 		n = 256;
 	return (int)n;
 }
+
+int engine_participants(void) { return configured_threads() + 1; }
 
 /* Starts the pool at the first request that can use it.  Returns the
  * number of helper threads available. */
@@ -298,7 +331,7 @@ struct pending {
 static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending *p)
 {
 	p->busy = false;
-	if (!rq->io->t.use_stream)
+	if (!rq->io->t.use_stream || rq->small)
 		return true; /* the copy was synchronous */
 	CUresult r = ocf_cu.EventSynchronize(lane->ev[p->buf]);
 	if (r != CUDA_SUCCESS) {
@@ -328,7 +361,7 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 		if (got > 0) {
 			const char *src = b->buf + fio_stage_skew(io->h, off);
 			CUresult r;
-			if (io->t.use_stream) {
+			if (io->t.use_stream && !rq->small) {
 				r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane->stream);
 				if (r == CUDA_SUCCESS)
 					r = ocf_cu.EventRecord(lane->ev[j], lane->stream);
@@ -390,7 +423,7 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		off_t off = io->off + (off_t)at;
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUresult r;
-		if (io->t.use_stream) {
+		if (io->t.use_stream && !rq->small) {
 			r = ocf_cu.MemcpyDtoHAsync(stage, io->t.dev + at, n, lane->stream);
 			if (r == CUDA_SUCCESS)
 				r = ocf_cu.EventRecord(lane->ev[j], lane->stream);
@@ -421,12 +454,14 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 	}
 }
 
-static void run_request(struct request *rq, struct ocf_lane *lane)
+/* Runs the participant's share.  Returns false when the lane's stream may
+ * still hold a copy (a failure left it undrained and draining failed). */
+static bool run_request(struct request *rq, struct ocf_lane *lane)
 {
 	const struct ocf_io *io = rq->io;
 	if (!io->t.device) {
 		host_chunks(rq, lane);
-		return;
+		return true;
 	}
 	CUresult r = ocf_cu.CtxPushCurrent(io->t.ctx);
 	if (r != CUDA_SUCCESS) {
@@ -435,14 +470,27 @@ static void run_request(struct request *rq, struct ocf_lane *lane)
 		size_t idx;
 		if (claim(rq, &idx))
 			record_error(rq, idx, cuda_fail("cuCtxPushCurrent", r));
-		return;
+		return true;
 	}
 	if (rq->write)
 		device_write_chunks(rq, lane);
 	else
 		device_read_chunks(rq, lane);
+	/* After a failure, copies this participant issued may still be
+	 * queued (a failed event record or wait does not cancel them): drain
+	 * the stream, so that nothing lands in the caller's memory after the
+	 * call returns and the lane's buffers are idle when reused. */
+	bool clean = true;
+	if (atomic_load_explicit(&rq->stop, memory_order_relaxed) < rq->nchunks && io->t.use_stream) {
+		r = ocf_cu.StreamSynchronize(lane->stream);
+		if (r != CUDA_SUCCESS) {
+			log_error("staging stream could not be drained (%s): lane discarded", cuda_error_name(r));
+			clean = false;
+		}
+	}
 	CUcontext c;
 	ocf_cu.CtxPopCurrent(&c);
+	return clean;
 }
 
 /* --------------------------------------------------------------- entry */
@@ -472,13 +520,15 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 		rq.pool = host_pool();
 	size_t max_chunk = rq.pool ? pool_chunk(rq.pool) : ocf_cfg.staging_chunk_kb * 1024;
 	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
-	/* Requests of one minimum chunk or less stay on the calling thread. */
+	/* Requests up to execution.min_io_threshold_size_kb stay on the
+	 * calling thread, as do all when execution.parallel_io is off. */
 	int helpers = 0;
-	if (io->len > OCF_MIN(ocf_cfg.min_chunk_kb * 1024, max_chunk))
+	if (ocf_cfg.parallel_io && io->len > ocf_cfg.min_io_threshold_size_kb * 1024)
 		helpers = pool_start();
 	rq.chunk = pick_chunk(io, max_chunk, helpers);
 	rq.skew0 = io->h->odirect ? (size_t)io->off % io->h->align : 0;
 	rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
+	rq.small = rq.nchunks == 1 && io->len <= small_sync_bytes();
 	atomic_init(&rq.next, 0);
 	atomic_init(&rq.stop, rq.nchunks);
 	rq.err_idx = rq.short_idx = rq.nchunks;
@@ -501,9 +551,9 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	struct ocf_lane *lane = NULL;
 	int r = rq.pool ? pool_get(rq.pool, &lane) : 0;
 	if (r == 0) {
-		run_request(&rq, lane);
+		bool clean = run_request(&rq, lane);
 		if (lane)
-			pool_put(lane);
+			lane_release(lane, clean);
 	} else {
 		size_t idx;
 		if (claim(&rq, &idx))

@@ -31,6 +31,9 @@ struct ocf_engine_ops {
 	void (*shutdown)(void);
 };
 
+/* Threads that may work on requests at once: workers plus one caller. */
+int engine_participants(void);
+
 /* The engine in use. */
 extern const struct ocf_engine_ops *ocf_engine;
 extern const struct ocf_engine_ops ocf_engine_parallel;

@@ -5,7 +5,7 @@
  * DESIGN: every byte that moves between a file and GPU memory passes through
  * staging buffers: page-aligned, pinned host memory (cuMemHostAlloc,
  * PORTABLE so any context may copy from it).  They are handed out as lanes:
- * OCF_LANE_DEPTH buffers, one non-blocking stream of the GPU's primary
+ * OCF_LANE_DEPTH buffers, one (blocking) stream of the GPU's primary
  * context and one event per buffer, everything one thread needs to keep the
  * file and the copy engine busy at once.  Lanes are created on demand up to
  * a bound derived from the staging budget, so pinned memory use is bounded;
@@ -34,17 +34,35 @@ static struct ocf_gpu *gpus[OCF_MAX_GPUS];
 static struct ocf_pool hpool;
 static bool host_pool_ready;
 
+static size_t buf_bytes(const struct ocf_pool *p)
+{
+	return OCF_ALIGN_UP(p->chunk + 3 * (size_t)OCF_MAX_ALIGN, (size_t)OCF_MAX_ALIGN);
+}
+
 static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 {
 	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->arena_lock, NULL);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	p->gpu = gpu;
-	p->chunk = ocf_cfg.staging_chunk_kb * 1024;
+	/* Chunks of 4 MiB unless max_direct_io_size_kb asks for less. */
+	p->chunk = OCF_MIN(ocf_cfg.staging_chunk_kb, ocf_cfg.max_direct_io_size_kb) * 1024;
+	const char *env = ocf_getenv("OPENCUFILE_CHUNK_KB"); /* tuning experiments */
+	if (env && *env)
+		p->chunk = (size_t)strtoull(env, NULL, 10) * 1024;
 	if (p->chunk < 65536)
 		p->chunk = 65536;
-	size_t lane_bytes = OCF_LANE_DEPTH * (p->chunk + 3 * (size_t)OCF_MAX_ALIGN);
-	size_t budget = ocf_cfg.staging_budget_kb * 1024;
+	size_t lane_bytes = OCF_LANE_DEPTH * buf_bytes(p);
+	/* The POSIX pool slabs are NVIDIA's bounce-buffer budget in its
+	 * compatible mode (about 1.1 GiB by default); ours is the same bound,
+	 * spent on lanes, created only as they are needed. */
+	size_t budget = 0;
+	const struct ocf_size_array *sz = &ocf_cfg.posix_pool_slab_size_kb, *cnt = &ocf_cfg.posix_pool_slab_count;
+	for (size_t i = 0; i < sz->n && i < cnt->n; i++)
+		budget += sz->v[i] * cnt->v[i] * 1024;
+	if (budget == 0)
+		budget = ocf_cfg.staging_budget_kb * 1024;
 	p->max = (int)OCF_MIN(budget / lane_bytes, 1024);
 	if (p->max < 2)
 		p->max = 2;
@@ -52,27 +70,98 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 
 size_t pool_chunk(const struct ocf_pool *p) { return p->chunk; }
 
+/* Lanes per arena: the first arena of a pool is small (an application
+ * doing only small I/O pins little), later ones hold many lanes. */
+#define FIRST_ARENA_LANES 2
+#define ARENA_LANES 8
+
+/* Carves `bytes` (a multiple of OCF_MAX_ALIGN) of staging memory; pins a
+ * new arena when the current one is full.  For a GPU pool the caller has
+ * made its primary context current. */
+static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
+{
+	pthread_mutex_lock(&p->arena_lock);
+	struct ocf_arena *a = p->arenas;
+	if (!a || a->size - a->used < bytes) {
+		size_t lane = OCF_LANE_DEPTH * buf_bytes(p);
+		size_t size = OCF_MAX(bytes, lane * (a ? ARENA_LANES : FIRST_ARENA_LANES));
+		struct ocf_arena *n = calloc(1, sizeof(*n));
+		void *mem = NULL;
+		bool ok = n != NULL;
+		if (ok && p->gpu) {
+			/* Pinned memory from the driver is page aligned;
+			 * OCF_MAX_ALIGN alignment is asked of what is carved,
+			 * so align the start ourselves. */
+			size += OCF_MAX_ALIGN;
+			CUresult r = ocf_cu.MemHostAlloc(&mem, size, CU_MEMHOSTALLOC_PORTABLE);
+			if (r != CUDA_SUCCESS) {
+				log_error("pinned staging allocation of %zu bytes failed: %s", size,
+					  cuda_error_name(r));
+				ok = false;
+			}
+		} else if (ok && posix_memalign(&mem, OCF_MAX_ALIGN, size) != 0) {
+			ok = false;
+		}
+		if (!ok) {
+			free(n);
+			pthread_mutex_unlock(&p->arena_lock);
+			return NULL;
+		}
+		n->base = mem;
+		n->size = size;
+		n->used = OCF_ALIGN_UP((uintptr_t)mem, OCF_MAX_ALIGN) - (uintptr_t)mem;
+		n->next = p->arenas;
+		p->arenas = n;
+		a = n;
+		log_debug("staging arena of %zu KiB %s", size / 1024, p->gpu ? "pinned" : "allocated");
+	}
+	char *r = a->base + a->used;
+	if (consume)
+		a->used += bytes;
+	pthread_mutex_unlock(&p->arena_lock);
+	return r;
+}
+
+static char *arena_carve(struct ocf_pool *p, size_t bytes) { return arena_take(p, bytes, true); }
+
+/* Gives back the most recent carve (a lane that could not be completed). */
+static void arena_uncarve(struct ocf_pool *p, char *mem, size_t bytes)
+{
+	pthread_mutex_lock(&p->arena_lock);
+	struct ocf_arena *a = p->arenas;
+	if (a && mem + bytes == a->base + a->used)
+		a->used -= bytes;
+	pthread_mutex_unlock(&p->arena_lock);
+}
+
+static void arenas_free(struct ocf_pool *p)
+{
+	while (p->arenas) {
+		struct ocf_arena *a = p->arenas;
+		p->arenas = a->next;
+		if (p->gpu) {
+			CUresult r = ocf_cu.MemFreeHost(a->base);
+			if (r != CUDA_SUCCESS)
+				log_error("staging memory release failed: %s", cuda_error_name(r));
+		} else {
+			free(a->base);
+		}
+		free(a);
+	}
+}
+
+/* Events and stream of a lane; its buffers belong to the pool's arenas. */
 static void lane_free_buffers(struct ocf_lane *l)
 {
 	struct ocf_pool *p = l->pool;
-	if (!p->gpu) {
-		for (int i = 0; i < l->depth; i++)
-			free(l->bufs[i].buf);
+	if (!p->gpu)
 		return;
-	}
-	/* Pinned memory is PORTABLE and streams/events are destroyed by
-	 * handle, so try even if the context cannot be made current: a leak
-	 * is worse than a failed call. */
+	/* Streams and events are destroyed by handle, so try even if the
+	 * context cannot be made current: a leak is worse than a failed call. */
 	bool pushed = ocf_cu.CtxPushCurrent(p->gpu->primary) == CUDA_SUCCESS;
-	for (int i = 0; i < l->depth; i++) {
+	for (int i = 0; i < l->depth; i++)
 		if (l->ev[i])
 			ocf_cu.EventDestroy(l->ev[i]);
-		if (l->bufs[i].buf) {
-			CUresult r = ocf_cu.MemFreeHost(l->bufs[i].buf);
-			if (r != CUDA_SUCCESS)
-				log_error("staging buffer release failed: %s", cuda_error_name(r));
-		}
-	}
 	if (l->stream) {
 		CUresult r = ocf_cu.StreamDestroy(l->stream);
 		if (r != CUDA_SUCCESS)
@@ -98,7 +187,14 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 			goto fail;
 		}
 		pushed = true;
-		CUresult cr = ocf_cu.StreamCreate(&l->stream, CU_STREAM_NON_BLOCKING);
+		/* A blocking stream: its copies wait for work the application
+		 * queued earlier on the context's legacy default stream (a
+		 * cudaMemset, a kernel producing the data to write) and later
+		 * legacy-stream work waits for them, the ordering a synchronous
+		 * cudaMemcpy would give.  Registered memory is ordered with the
+		 * application's synchronous copies through SYNC_MEMOPS too. */
+		const char *nb = ocf_getenv("OPENCUFILE_STREAM_NONBLOCKING"); /* tuning experiments */
+		CUresult cr = ocf_cu.StreamCreate(&l->stream, nb && *nb == '1' ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT);
 		if (cr != CUDA_SUCCESS) {
 			log_error("stream creation failed: %s", cuda_error_name(cr));
 			l->stream = NULL;
@@ -106,29 +202,25 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 			goto fail;
 		}
 	}
+	char *mem = arena_carve(p, OCF_LANE_DEPTH * buf_bytes(p));
+	if (!mem) {
+		r = OCF_ERR(CU_FILE_NOMEM_ERROR);
+		goto fail;
+	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++) {
 		struct ocf_slot *b = &l->bufs[i];
 		b->chunk = p->chunk;
-		b->size = p->chunk + 3 * (size_t)OCF_MAX_ALIGN;
+		b->size = buf_bytes(p);
+		b->buf = mem + (size_t)i * buf_bytes(p);
 		l->depth = i + 1; /* what lane_free_buffers must look at */
-		if (!p->gpu) {
-			if (posix_memalign((void **)&b->buf, OCF_MAX_ALIGN, b->size) != 0) {
-				b->buf = NULL;
-				r = OCF_ERR(CU_FILE_NOMEM_ERROR);
-				goto fail;
-			}
+		if (!p->gpu)
 			continue;
-		}
-		void *buf = NULL;
-		/* Pinned memory from the driver is page aligned. */
-		CUresult cr = ocf_cu.MemHostAlloc(&buf, b->size, CU_MEMHOSTALLOC_PORTABLE);
-		if (cr != CUDA_SUCCESS) {
-			log_error("pinned staging allocation of %zu bytes failed: %s", b->size, cuda_error_name(cr));
-			r = OCF_ERR(CU_FILE_NOMEM_ERROR);
-			goto fail;
-		}
-		b->buf = buf;
-		cr = ocf_cu.EventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING);
+		CUresult cr;
+		/* Waiting threads sleep instead of spinning: a spinning waiter
+		 * takes a CPU from the threads copying out of the page cache. */
+		const char *spin = ocf_getenv("OPENCUFILE_EVENT_SPIN"); /* tuning experiments */
+		cr = ocf_cu.EventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING |
+						       (spin && *spin == '1' ? 0 : CU_EVENT_BLOCKING_SYNC));
 		if (cr != CUDA_SUCCESS) {
 			log_error("event creation failed: %s", cuda_error_name(cr));
 			l->ev[i] = NULL;
@@ -144,17 +236,20 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 	return 0;
 
 fail:
+	lane_free_buffers(l);
+	if (l->bufs[0].buf)
+		arena_uncarve(p, l->bufs[0].buf, OCF_LANE_DEPTH * buf_bytes(p));
 	if (pushed) {
 		CUcontext dummy;
 		ocf_cu.CtxPopCurrent(&dummy);
 	}
-	lane_free_buffers(l);
 	free(l);
 	return r;
 }
 
 static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 {
+	bool create_failed = false;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		if (p->free) {
@@ -164,7 +259,7 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			*out = l;
 			return 0;
 		}
-		if (p->created < p->max) {
+		if (p->created < p->max && !create_failed) {
 			p->created++; /* reserve the place; create outside the lock */
 			pthread_mutex_unlock(&p->lock);
 			struct ocf_lane *l = NULL;
@@ -175,11 +270,16 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			}
 			pthread_mutex_lock(&p->lock);
 			p->created--;
+			/* A waiter may now create the lane this call could not. */
+			pthread_cond_broadcast(&p->cv);
 			if (p->created == 0 || !wait) {
 				pthread_mutex_unlock(&p->lock);
 				return r;
 			}
-			/* Other lanes exist: wait for one of them. */
+			/* Other lanes exist: take one when it comes back (it may
+			 * have come back already: look again before waiting). */
+			create_failed = true;
+			continue;
 		}
 		if (!wait) {
 			pthread_mutex_unlock(&p->lock);
@@ -192,6 +292,17 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true); }
 
 int pool_try_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, false); }
+
+void pool_discard(struct ocf_lane *l)
+{
+	struct ocf_pool *p = l->pool;
+	lane_free_buffers(l); /* its arena memory stays until the pool goes */
+	free(l);
+	pthread_mutex_lock(&p->lock);
+	p->created--;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+}
 
 void pool_put(struct ocf_lane *l)
 {
@@ -215,6 +326,14 @@ static void pool_destroy(struct ocf_pool *p)
 	}
 	if (p->created != 0)
 		log_error("staging pool torn down with %d lane(s) still in use", p->created);
+	if (p->gpu && ocf_cu.CtxPushCurrent(p->gpu->primary) == CUDA_SUCCESS) {
+		arenas_free(p);
+		CUcontext dummy;
+		ocf_cu.CtxPopCurrent(&dummy);
+	} else {
+		arenas_free(p);
+	}
+	pthread_mutex_destroy(&p->arena_lock);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cv);
 }
@@ -285,4 +404,69 @@ void gpu_teardown_all(void)
 		host_pool_ready = false;
 	}
 	pthread_mutex_unlock(&gpu_lock);
+}
+
+/* ------------------------------------------------------------- prewarm */
+
+/* prewarm_lock protects prewarm_thread and prewarm_running. */
+static pthread_mutex_t prewarm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t prewarm_thread;
+static bool prewarm_running;
+
+static void *prewarm_main(void *arg)
+{
+	int lanes = (int)(intptr_t)arg;
+	for (int d = 0; d < cuda_device_count(); d++) {
+		CUdevice dev;
+		unsigned int flags = 0;
+		int active = 0;
+		/* Only GPUs the application already works on: creating a
+		 * primary context costs GPU memory the application may want. */
+		if (ocf_cu.DeviceGet(&dev, d) != CUDA_SUCCESS ||
+		    ocf_cu.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
+			continue;
+		struct ocf_gpu *g;
+		if (gpu_get(d, &g) != 0)
+			continue;
+		struct ocf_lane *got[64];
+		int n = 0;
+		if (lanes > 64)
+			lanes = 64;
+		/* One arena for all of them: one pinning call. */
+		if (ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			size_t want = (size_t)lanes * OCF_LANE_DEPTH * buf_bytes(&g->pool);
+			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
+				   false);
+			CUcontext dummy;
+			ocf_cu.CtxPopCurrent(&dummy);
+		}
+		while (n < lanes && pool_try_get(&g->pool, &got[n]) == 0)
+			n++;
+		for (int i = 0; i < n; i++)
+			pool_put(got[i]);
+		log_debug("GPU %d: %d staging lane(s) prepared", d, n);
+	}
+	return NULL;
+}
+
+void gpu_prewarm_start(int lanes)
+{
+	const char *env = ocf_getenv("OPENCUFILE_PREWARM"); /* 0: off */
+	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
+		return;
+	pthread_mutex_lock(&prewarm_lock);
+	if (!prewarm_running &&
+	    pthread_create(&prewarm_thread, NULL, prewarm_main, (void *)(intptr_t)lanes) == 0)
+		prewarm_running = true;
+	pthread_mutex_unlock(&prewarm_lock);
+}
+
+void gpu_prewarm_wait(void)
+{
+	pthread_mutex_lock(&prewarm_lock);
+	bool join = prewarm_running;
+	prewarm_running = false;
+	pthread_mutex_unlock(&prewarm_lock);
+	if (join)
+		pthread_join(prewarm_thread, NULL);
 }

@@ -38,7 +38,17 @@ struct ocf_lane {
 	CUstream stream;
 };
 
+/* A block of staging memory that lanes are carved from: pinning one large
+ * block costs far less than pinning many small ones. */
+struct ocf_arena {
+	struct ocf_arena *next;
+	char *base;
+	size_t size, used;
+};
+
 struct ocf_pool {
+	pthread_mutex_t arena_lock; /* protects arenas (held while pinning) */
+	struct ocf_arena *arenas;
 	pthread_mutex_t lock; /* protects free, created */
 	pthread_cond_t cv;    /* signalled when a lane is returned */
 	struct ocf_lane *free;
@@ -66,11 +76,19 @@ int pool_get(struct ocf_pool *pool, struct ocf_lane **out);
  * returns 0, or -EAGAIN. */
 int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out);
 void pool_put(struct ocf_lane *lane);
+/* Destroys a lane whose stream may still hold work (a failed copy). */
+void pool_discard(struct ocf_lane *lane);
 /* Staging chunk size of the lanes (bytes). */
 size_t pool_chunk(const struct ocf_pool *pool);
 
 /* Releases every pool, stream and context.  Called by the driver close
  * when no I/O is in flight. */
 void gpu_teardown_all(void);
+
+/* In the background, prepares `lanes` lanes on every GPU whose primary
+ * context the application already uses, so the first large I/O finds its
+ * staging memory pinned.  gpu_prewarm_wait() joins (driver close). */
+void gpu_prewarm_start(int lanes);
+void gpu_prewarm_wait(void);
 
 #endif /* OCF_GPU_H_ */

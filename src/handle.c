@@ -184,15 +184,15 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 		break;
 	case CU_FILE_HANDLE_TYPE_USERSPACE_FS:
 		if (!descr->fs_ops || !descr->fs_ops->read || !descr->fs_ops->write) {
-			r = OCF_ERR(CU_FILE_INVALID_VALUE);
+			r = OCF_ERR(CU_FILE_IO_NOT_SUPPORTED);
 			goto fail;
 		}
 		h->fs_handle = descr->handle.handle;
 		h->fs_ops = descr->fs_ops;
 		snprintf(h->fs_type, sizeof(h->fs_type), "userspace");
 		break;
-	default:
-		r = OCF_ERR(CU_FILE_INVALID_VALUE);
+	default: /* OPAQUE_WIN32 and unknown types, as NVIDIA's library says */
+		r = OCF_ERR(CU_FILE_IO_NOT_SUPPORTED);
 		goto fail;
 	}
 	h->type = descr->type;

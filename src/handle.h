@@ -21,7 +21,7 @@ struct ocf_handle {
 	int open_flags;         /* F_GETFL of fd at registration */
 	bool odirect;
 	unsigned align;         /* file offset/length alignment O_DIRECT needs */
-	char fs_type[32];       /* from the mount table, e.g. "ext4" */
+	char fs_type[64];       /* from the mount table, e.g. "ext4" */
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */
 	pthread_mutex_t toggle_lock;

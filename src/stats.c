@@ -52,6 +52,22 @@ enum {
 	C_WRITE_BYTES,
 	C_READ_NS,
 	C_WRITE_NS,
+	/* batch I/O (batch.c): calls, entries and their bytes and latency */
+	C_BSETUP_OK,
+	C_BSETUP_ERR,
+	C_BSUBMIT_OK,
+	C_BSUBMIT_ERR,
+	C_BCANCEL_OK,
+	C_BCANCEL_ERR,
+	C_BDESTROY_OK,
+	C_BDESTROY_ERR,
+	C_BCOMPLETE_OK, /* entries completed (short at EOF included) */
+	C_BCOMPLETE_ERR, /* entries failed or cancelled */
+	C_BENQUEUED,
+	C_BREAD_BYTES,
+	C_BWRITE_BYTES,
+	C_BSUBMIT_NS,
+	C_BCOMPLETE_NS, /* submission to completion, summed over entries */
 	C_COUNT
 };
 
@@ -225,6 +241,44 @@ void stats_handle_deregister(bool ok) { count_op(C_HDEREG_OK, ok); }
 void stats_buf_register(bool ok) { count_op(C_BREG_OK, ok); }
 void stats_buf_deregister(bool ok) { count_op(C_BDEREG_OK, ok); }
 
+void stats_batch_call(enum stats_batch_call call, bool ok)
+{
+	static const int idx[] = {
+	    [STATS_BATCH_SETUP] = C_BSETUP_OK,
+	    [STATS_BATCH_CANCEL] = C_BCANCEL_OK,
+	    [STATS_BATCH_DESTROY] = C_BDESTROY_OK,
+	};
+	count_op(idx[call], ok);
+}
+
+void stats_batch_submit(bool ok, unsigned entries, uint64_t start_ns)
+{
+	if (!start_ns || !counting())
+		return;
+	struct block *b = get_block();
+	if (!b)
+		return;
+	uint64_t now = now_ns();
+	add(&b->s.c[ok ? C_BSUBMIT_OK : C_BSUBMIT_ERR], 1);
+	if (ok)
+		add(&b->s.c[C_BENQUEUED], entries);
+	add(&b->s.c[C_BSUBMIT_NS], now > start_ns ? now - start_ns : 0);
+}
+
+void stats_batch_entry_done(bool write, bool ok, size_t bytes, uint64_t start_ns)
+{
+	if (!start_ns || !counting())
+		return;
+	struct block *b = get_block();
+	if (!b)
+		return;
+	uint64_t now = now_ns();
+	add(&b->s.c[ok ? C_BCOMPLETE_OK : C_BCOMPLETE_ERR], 1);
+	if (ok)
+		add(&b->s.c[write ? C_BWRITE_BYTES : C_BREAD_BYTES], bytes);
+	add(&b->s.c[C_BCOMPLETE_NS], now > start_ns ? now - start_ns : 0);
+}
+
 /* Caller holds blocks_lock. */
 static void sum_locked(struct sums *out)
 {
@@ -320,6 +374,31 @@ static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLe
 	/* Operations per second over the window since start/reset. */
 	l1->read_ops_per_sec = per_sec(reads, window);
 	l1->write_ops_per_sec = per_sec(writes, window);
+	/* Batch I/O.  Every entry takes the POSIX path here (no nvidia-fs). */
+	fill_op(&l1->batch_setup_ops, c, C_BSETUP_OK);
+	fill_op(&l1->batch_submit_ops, c, C_BSUBMIT_OK);
+	fill_op(&l1->batch_cancel_ops, c, C_BCANCEL_OK);
+	fill_op(&l1->batch_destroy_ops, c, C_BDESTROY_OK);
+	fill_op(&l1->batch_complete_ops, c, C_BCOMPLETE_OK);
+	l1->batch_enqueued_ops.ok = c[C_BENQUEUED];
+	l1->batch_posix_enqueued_ops.ok = c[C_BENQUEUED];
+	l1->batch_processed_ops.ok = c[C_BCOMPLETE_OK] + c[C_BCOMPLETE_ERR];
+	l1->batch_posix_processed_ops.ok = l1->batch_processed_ops.ok;
+	l1->batch_total_submit_ops = l1->batch_submit_ops;
+	l1->batch_read_bytes = c[C_BREAD_BYTES];
+	l1->batch_write_bytes = c[C_BWRITE_BYTES];
+	uint64_t bsubmits = c[C_BSUBMIT_OK] + c[C_BSUBMIT_ERR];
+	uint64_t bdone = c[C_BCOMPLETE_OK] + c[C_BCOMPLETE_ERR];
+	l1->batch_submit_lat_sum_us = c[C_BSUBMIT_NS] / 1000;
+	l1->batch_completion_lat_sum_us = c[C_BCOMPLETE_NS] / 1000;
+	l1->batch_submit_lat_avg_us = bsubmits ? l1->batch_submit_lat_sum_us / bsubmits : 0;
+	l1->batch_completion_lat_avg_us = bdone ? l1->batch_completion_lat_sum_us / bdone : 0;
+	/* Bandwidth over the window (entries overlap, so per-entry time would
+	 * understate it). */
+	l1->batch_read_bw_bytes = per_sec(c[C_BREAD_BYTES], window);
+	l1->batch_write_bw_bytes = per_sec(c[C_BWRITE_BYTES], window);
+	l1->batch_submit_ops_per_sec = per_sec(bsubmits, window);
+	l1->batch_complete_ops_per_sec = per_sec(bdone, window);
 	if (level < 2)
 		return;
 	memcpy(out->detailed.read_size_kb_hist, s->rhist, sizeof(s->rhist));

@@ -30,6 +30,13 @@ void stats_handle_deregister(bool ok);
 void stats_buf_register(bool ok);
 void stats_buf_deregister(bool ok);
 
+/* Batch I/O (L1 batch counters). */
+enum stats_batch_call { STATS_BATCH_SETUP, STATS_BATCH_CANCEL, STATS_BATCH_DESTROY };
+void stats_batch_call(enum stats_batch_call call, bool ok);
+/* start_ns from stats_io_begin() (0: not counting). */
+void stats_batch_submit(bool ok, unsigned entries, uint64_t start_ns);
+void stats_batch_entry_done(bool write, bool ok, size_t bytes, uint64_t start_ns);
+
 /* Level from profile.cufile_stats, unless cuFileSetStatsLevel chose one. */
 void stats_configure_at_open(int level);
 /* Called at driver close: writes the snapshot file if one is configured. */

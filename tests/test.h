@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -156,6 +157,26 @@ static inline const char *t_io_ret_str(ssize_t r, int err, char *buf, size_t len
 			       t_io_ret_str(x_, 0, b2_, sizeof(b2_)));                     \
 		}                                                                          \
 	} while (0)
+
+/* A cuFileRead/cuFileWrite call must return exactly `expected`; when that is
+ * -1 (an argument error), errno must also be `expected_errno`. */
+#define T_IO_E(expr, expected, expected_errno)                                             \
+	do {                                                                               \
+		errno = 0;                                                                 \
+		ssize_t r_ = (expr);                                                       \
+		int e_ = errno;                                                            \
+		ssize_t x_ = (ssize_t)(expected);                                          \
+		int xe_ = (expected_errno);                                                \
+		if (r_ != x_ || (x_ == -1 && e_ != xe_)) {                                 \
+			char b1_[128], b2_[128];                                           \
+			T_FAIL("`%s' returned %s, expected %s", #expr,                     \
+			       t_io_ret_str(r_, e_, b1_, sizeof(b1_)),                     \
+			       t_io_ret_str(x_, xe_, b2_, sizeof(b2_)));                   \
+		}                                                                          \
+	} while (0)
+
+/* A cuFileRead/cuFileWrite call must fail with -1 and errno `expected_errno`. */
+#define T_IO_ERRNO(expr, expected_errno) T_IO_E(expr, -1, expected_errno)
 
 /* A CUDA driver call must succeed. */
 #define T_CU(expr)                                                                         \

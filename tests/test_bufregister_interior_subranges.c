@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Several disjoint interior sub-ranges of one allocation (device and host)
- * register side by side, I/O through each of them (with buffer offsets
- * inside the sub-range) lands exactly there, and a range overlapping two of
- * them is refused.
+ * register side by side; a range overlapping two of them and one covering
+ * the whole allocation (other bases) are accepted too, as NVIDIA's library
+ * accepts them, while the same base twice is refused; with all of them
+ * registered, I/O through each sub-range (with buffer offsets inside it)
+ * lands exactly there; each registration deregisters once by its own base.
  */
 #include "test.h"
 
-#define EXPECT_OVERLAP CU_FILE_MEMORY_ALREADY_REGISTERED
+#define EXPECT_OVERLAP_OTHER_BASE CU_FILE_SUCCESS
+#define EXPECT_SAME_BASE CU_FILE_MEMORY_ALREADY_REGISTERED
+#define EXPECT_DEREG_TWICE CU_FILE_MEMORY_NOT_REGISTERED
 
 static void run(CUfileHandle_t fh, int check_fd, uint64_t flen, enum t_mem_kind kind)
 {
@@ -29,8 +33,13 @@ static void run(CUfileHandle_t fh, int check_fd, uint64_t flen, enum t_mem_kind 
 		T_CUFILE_OK(cuFileBufRegister(p + sub[i][0], sub[i][1], 0));
 	}
 	t_set_case("%s overlap", t_mem_kind_name(kind));
-	T_CUFILE(cuFileBufRegister(p + sub[0][0] + sub[0][1] - 1, 2, 0), EXPECT_OVERLAP);
-	T_CUFILE(cuFileBufRegister(p, len, 0), EXPECT_OVERLAP);
+	uint8_t *across = p + sub[0][0] + sub[0][1] - 1; /* last byte of 0, first of 1 */
+	T_CUFILE(cuFileBufRegister(across, 2, 0), EXPECT_OVERLAP_OTHER_BASE);
+	T_CUFILE(cuFileBufRegister(p, len, 0), EXPECT_OVERLAP_OTHER_BASE);
+	for (size_t i = 0; i < nsub; i++) {
+		t_set_case("%s sub-range %zu again", t_mem_kind_name(kind), i);
+		T_CUFILE(cuFileBufRegister(p + sub[i][0], 4096, 0), EXPECT_SAME_BASE);
+	}
 
 	for (size_t i = 0; i < nsub; i++) {
 		size_t base = sub[i][0], sublen = sub[i][1];
@@ -48,8 +57,16 @@ static void run(CUfileHandle_t fh, int check_fd, uint64_t flen, enum t_mem_kind 
 				T_FAIL("bad write");
 		}
 	}
-	for (size_t i = 0; i < nsub; i++)
+	for (size_t i = 0; i < nsub; i++) {
+		t_set_case("%s deregister sub-range %zu", t_mem_kind_name(kind), i);
 		T_CUFILE_OK(cuFileBufDeregister(p + sub[i][0]));
+		T_CUFILE(cuFileBufDeregister(p + sub[i][0]), EXPECT_DEREG_TWICE);
+	}
+	t_set_case("%s deregister the overlapping ones", t_mem_kind_name(kind));
+	T_CUFILE_OK(cuFileBufDeregister(across));
+	T_CUFILE_OK(cuFileBufDeregister(p));
+	T_CUFILE(cuFileBufDeregister(across), EXPECT_DEREG_TWICE);
+	T_CUFILE(cuFileBufDeregister(p), EXPECT_DEREG_TWICE);
 	t_set_case("%s", "");
 	t_mem_free(&m);
 }

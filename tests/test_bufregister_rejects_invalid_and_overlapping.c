@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cuFileBufRegister / cuFileBufDeregister argument checking, host and device:
- *   register NULL or length 0, or flags other than combinations of
- *   CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING -> INVALID_VALUE
- *   a range overlapping an existing registration (same base, inside, across
- *   either end) -> MEMORY_ALREADY_REGISTERED
+ * cuFileBufRegister / cuFileBufDeregister argument checking, host and device,
+ * as NVIDIA's library does it:
+ *   register NULL or length 0 -> INVALID_VALUE
+ *   flag bits other than CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING
+ *   are accepted and ignored (the registration is an ordinary one)
+ *   the same base twice (any length) -> MEMORY_ALREADY_REGISTERED
+ *   a range overlapping an existing registration with a different base
+ *   (inside, across either end, covering) is accepted; each registration is
+ *   deregistered by its own base, exactly once
  *   deregister NULL -> INVALID_VALUE; an unknown pointer or an interior
  *   pointer of a registration -> MEMORY_NOT_REGISTERED; twice -> NOT_REGISTERED
  * and rejected calls leave the existing registration intact.
@@ -13,8 +17,9 @@
 
 #define EXPECT_NULL CU_FILE_INVALID_VALUE
 #define EXPECT_ZERO_LEN CU_FILE_INVALID_VALUE
-#define EXPECT_BAD_FLAGS CU_FILE_INVALID_VALUE
-#define EXPECT_OVERLAP CU_FILE_MEMORY_ALREADY_REGISTERED
+#define EXPECT_UNKNOWN_FLAGS CU_FILE_SUCCESS
+#define EXPECT_SAME_BASE CU_FILE_MEMORY_ALREADY_REGISTERED
+#define EXPECT_OVERLAP_OTHER_BASE CU_FILE_SUCCESS
 #define EXPECT_DEREG_NULL CU_FILE_INVALID_VALUE
 #define EXPECT_DEREG_UNKNOWN CU_FILE_MEMORY_NOT_REGISTERED
 #define EXPECT_DEREG_INTERIOR CU_FILE_MEMORY_NOT_REGISTERED
@@ -30,10 +35,15 @@ static void run(enum t_mem_kind kind)
 	p = m.ptr;
 
 	T_CUFILE(cuFileBufRegister(p, 0, 0), EXPECT_ZERO_LEN);
-	const int bad_flags[] = { 4, 8, 5, 7, 0x100, -1, 0x7fffffff };
-	for (size_t i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++) {
-		t_set_case("%s flags 0x%x", t_mem_kind_name(kind), bad_flags[i]);
-		T_CUFILE(cuFileBufRegister(p, 4096, bad_flags[i]), EXPECT_BAD_FLAGS);
+	/* Unknown flag bits are ignored: the registration is made, is keyed by
+	 * its base like any other, and deregisters once. */
+	const int odd_flags[] = { 4, 8, 5, 7, 0x100, -1, 0x7fffffff };
+	for (size_t i = 0; i < sizeof(odd_flags) / sizeof(odd_flags[0]); i++) {
+		t_set_case("%s flags 0x%x", t_mem_kind_name(kind), odd_flags[i]);
+		T_CUFILE(cuFileBufRegister(p, 4096, odd_flags[i]), EXPECT_UNKNOWN_FLAGS);
+		T_CUFILE(cuFileBufRegister(p, 4096, 0), EXPECT_SAME_BASE);
+		T_CUFILE_OK(cuFileBufDeregister(p));
+		T_CUFILE(cuFileBufDeregister(p), EXPECT_DEREG_UNKNOWN);
 	}
 	/* Every valid flag combination works. */
 	const int good_flags[] = { 0, CU_FILE_RDMA_REGISTER, CU_FILE_RDMA_RELAXED_ORDERING,
@@ -48,13 +58,41 @@ static void run(enum t_mem_kind kind)
 	t_set_case("%s overlap", t_mem_kind_name(kind));
 	uint8_t *mid = p + 256 * T_KIB;
 	T_CUFILE_OK(cuFileBufRegister(mid, 512 * T_KIB, 0));
-	T_CUFILE(cuFileBufRegister(mid, 512 * T_KIB, 0), EXPECT_OVERLAP);      /* same */
-	T_CUFILE(cuFileBufRegister(mid, 4096, 0), EXPECT_OVERLAP);             /* same base */
-	T_CUFILE(cuFileBufRegister(mid + 4096, 4096, 0), EXPECT_OVERLAP);      /* inside */
-	T_CUFILE(cuFileBufRegister(mid + 1, 1, 0), EXPECT_OVERLAP);            /* inside */
-	T_CUFILE(cuFileBufRegister(p, 256 * T_KIB + 1, 0), EXPECT_OVERLAP);    /* across start */
-	T_CUFILE(cuFileBufRegister(p, len, 0), EXPECT_OVERLAP);                /* covering */
-	T_CUFILE(cuFileBufRegister(mid + 512 * T_KIB - 1, 4096, 0), EXPECT_OVERLAP); /* across end */
+	/* The same base again is refused, whatever the length. */
+	T_CUFILE(cuFileBufRegister(mid, 512 * T_KIB, 0), EXPECT_SAME_BASE);       /* same */
+	T_CUFILE(cuFileBufRegister(mid, 4096, 0), EXPECT_SAME_BASE);              /* shorter */
+	T_CUFILE(cuFileBufRegister(mid, 768 * T_KIB, 0), EXPECT_SAME_BASE);       /* longer */
+	/* Overlapping ranges with other bases are accepted, side by side. */
+	const struct {
+		size_t off, len;
+		const char *what;
+	} ov[] = {
+		{ 256 * T_KIB + 4096, 4096, "inside" },
+		{ 256 * T_KIB + 1, 1, "inside, unaligned" },
+		{ 0, 256 * T_KIB + 1, "across the start" },
+		{ 768 * T_KIB - 1, 4096, "across the end" },
+	};
+	const size_t nov = sizeof(ov) / sizeof(ov[0]);
+	for (size_t i = 0; i < nov; i++) {
+		t_set_case("%s overlap %s", t_mem_kind_name(kind), ov[i].what);
+		T_CUFILE(cuFileBufRegister(p + ov[i].off, ov[i].len, 0), EXPECT_OVERLAP_OTHER_BASE);
+		T_CUFILE(cuFileBufRegister(p + ov[i].off, ov[i].len, 0), EXPECT_SAME_BASE);
+	}
+	/* Covering everything, but at the base of "across the start". */
+	t_set_case("%s overlap covering", t_mem_kind_name(kind));
+	T_CUFILE(cuFileBufRegister(p, len, 0), EXPECT_SAME_BASE);
+	/* Each deregisters by its own base, exactly once; mid stays. */
+	for (size_t i = 0; i < nov; i++) {
+		t_set_case("%s deregister overlap %s", t_mem_kind_name(kind), ov[i].what);
+		T_CUFILE_OK(cuFileBufDeregister(p + ov[i].off));
+		T_CUFILE(cuFileBufDeregister(p + ov[i].off), EXPECT_DEREG_UNKNOWN);
+	}
+	t_set_case("%s overlap covering", t_mem_kind_name(kind));
+	T_CUFILE(cuFileBufRegister(p, len, 0), EXPECT_OVERLAP_OTHER_BASE);
+	T_CUFILE(cuFileBufRegister(mid, 4096, 0), EXPECT_SAME_BASE); /* mid is still there */
+	T_CUFILE_OK(cuFileBufDeregister(p));
+	T_CUFILE(cuFileBufDeregister(p), EXPECT_DEREG_UNKNOWN);
+	t_set_case("%s adjacent", t_mem_kind_name(kind));
 	/* Adjacent ranges do not overlap. */
 	T_CUFILE_OK(cuFileBufRegister(p, 256 * T_KIB, 0));
 	T_CUFILE_OK(cuFileBufRegister(mid + 512 * T_KIB, 256 * T_KIB, 0));

@@ -23,7 +23,7 @@ int main(void)
 	const char *f = t_data("cufile_errors.json");
 	t_load(f, &cfg, &d);
 	expect(OCF_LOG_ERROR, f, ":3: logging.level", "\"LOUD\" is not one of");
-	expect(OCF_LOG_ERROR, f, ":6: properties.max_direct_io_size_kb", "out of range [4, 4194304]");
+	expect(OCF_LOG_ERROR, f, ":6: properties.max_direct_io_size_kb", "out of range [64, 16384]");
 	expect(OCF_LOG_ERROR, f, ":7: properties.use_poll_mode", "expected true or false, found string");
 	expect(OCF_LOG_ERROR, f, ":9: properties.posix_pool_slab_size_kb", "element 1");
 	expect(OCF_LOG_WARN, f, ":10: unknown key", "properties.frobnicate");

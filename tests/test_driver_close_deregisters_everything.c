@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Closing the driver deregisters every handle and buffer still registered:
- * a handle from before the close is unknown afterwards (cuFileRead returns
- * -CU_FILE_HANDLE_NOT_REGISTERED), the same fd and the same buffers can be
+ * a handle from before the close is unknown afterwards (cuFileRead and
+ * cuFileWrite return -1 with errno EBADF, as NVIDIA's library does), the same fd and the same buffers can be
  * registered again after reopening, and deregistering a buffer that the
  * close already dropped reports MEMORY_NOT_REGISTERED.
  */
 #include "test.h"
 
-#define EXPECT_STALE_HANDLE_IO (-CU_FILE_HANDLE_NOT_REGISTERED)
+#define EXPECT_STALE_HANDLE_ERRNO EBADF /* with return value -1 */
 #define EXPECT_DEREG_DROPPED_BUF CU_FILE_MEMORY_NOT_REGISTERED
 
 int main(void)
@@ -35,8 +35,8 @@ int main(void)
 		T_EQ(cuFileUseCount(), 0);
 
 		/* The old handle is gone (this call also reopens the driver). */
-		T_IO(cuFileRead(fh, host, 4096, 0, 0), EXPECT_STALE_HANDLE_IO);
-		T_IO(cuFileWrite(fh, host, 4096, 0, 0), EXPECT_STALE_HANDLE_IO);
+		T_IO_ERRNO(cuFileRead(fh, host, 4096, 0, 0), EXPECT_STALE_HANDLE_ERRNO);
+		T_IO_ERRNO(cuFileWrite(fh, host, 4096, 0, 0), EXPECT_STALE_HANDLE_ERRNO);
 		t_driver_close_all(8);
 
 		T_CUFILE_OK(cuFileDriverOpen());
@@ -58,7 +58,7 @@ int main(void)
 		T_CUFILE_OK(cuFileBufRegister(host, 64 * T_KIB, 0));
 		T_CUFILE_OK(cuFileDriverClose());
 		T_EQ(cuFileUseCount(), 0);
-		T_IO(cuFileRead(fh2, host, 4096, 0, 0), EXPECT_STALE_HANDLE_IO);
+		T_IO_ERRNO(cuFileRead(fh2, host, 4096, 0, 0), EXPECT_STALE_HANDLE_ERRNO);
 		t_driver_close_all(8);
 		T_CUFILE_OK(cuFileDriverOpen());
 		T_CUFILE(cuFileBufDeregister(host), EXPECT_DEREG_DROPPED_BUF);

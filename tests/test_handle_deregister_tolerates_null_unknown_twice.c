@@ -2,11 +2,12 @@
 /*
  * cuFileHandleDeregister of NULL, of a pointer that was never a handle, and
  * of a handle already deregistered returns without crashing and leaves the
- * other registered handles working; with the driver closed it is harmless too.
+ * other registered handles working (I/O through the deregistered handle is
+ * -1 with errno EBADF); with the driver closed it is harmless too.
  */
 #include "test.h"
 
-#define EXPECT_IO_DEREGISTERED (-CU_FILE_HANDLE_NOT_REGISTERED)
+#define EXPECT_IO_DEREGISTERED_ERRNO EBADF /* cuFileRead returns -1 */
 
 int main(void)
 {
@@ -28,7 +29,10 @@ int main(void)
 	cuFileHandleDeregister(gone);
 	cuFileHandleDeregister(gone);
 
-	T_IO(cuFileRead(gone, buf, sizeof(buf), 0, 0), EXPECT_IO_DEREGISTERED);
+	T_IO_ERRNO(cuFileRead(gone, buf, sizeof(buf), 0, 0), EXPECT_IO_DEREGISTERED_ERRNO);
+	T_IO_ERRNO(cuFileWrite(gone, buf, sizeof(buf), 0, 0), EXPECT_IO_DEREGISTERED_ERRNO);
+	T_IO_ERRNO(cuFileRead((CUfileHandle_t)junk, buf, sizeof(buf), 0, 0),
+		   EXPECT_IO_DEREGISTERED_ERRNO);
 	T_IO(cuFileRead(keep, buf, sizeof(buf), 777, 0), sizeof(buf));
 	if (t_check_pattern(buf, sizeof(buf), 777, 0, "read through the kept handle"))
 		T_FAIL("bad data");

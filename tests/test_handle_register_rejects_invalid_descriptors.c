@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuFileHandleRegister rejects bad arguments and returns no handle:
- *   NULL fh pointer, NULL descr, type OPAQUE_WIN32, unknown types, negative
- *   or closed fds                                -> INVALID_VALUE
+ *   NULL fh pointer, NULL descr, negative or closed fds
+ *                                                -> INVALID_VALUE
+ *   type OPAQUE_WIN32, unknown types             -> IO_NOT_SUPPORTED
+ *                                                   (as NVIDIA's library)
  *   directory, pipe, socket, /dev/null           -> INVALID_FILE_TYPE
  *   fd opened with O_APPEND, O_PATH fd           -> INVALID_FILE_OPEN_FLAG
  *   an fd that is already registered             -> HANDLE_ALREADY_REGISTERED
@@ -14,7 +16,7 @@
 
 /* Expected codes, one place. */
 #define EXPECT_NULL_ARG CU_FILE_INVALID_VALUE
-#define EXPECT_BAD_TYPE CU_FILE_INVALID_VALUE
+#define EXPECT_BAD_TYPE CU_FILE_IO_NOT_SUPPORTED
 #define EXPECT_BAD_FD CU_FILE_INVALID_VALUE
 #define EXPECT_NOT_REGULAR CU_FILE_INVALID_FILE_TYPE
 #define EXPECT_APPEND CU_FILE_INVALID_FILE_OPEN_FLAG
@@ -28,7 +30,7 @@ static void expect_reject(int type, int fd, CUfileOpError expected, const char *
 
 	t_set_case("%s", what);
 	memset(&d, 0, sizeof(d));
-	d.type = (CUfileFileHandleType)type;
+	d.type = (enum CUfileFileHandleType)type;
 	d.handle.fd = fd;
 	T_CUFILE(cuFileHandleRegister(&fh, &d), expected);
 	t_set_case("%s", "");

@@ -4,9 +4,18 @@
  * size is allocated again (the fake driver returns the same address with a
  * new buffer ID).  cuFileRead/cuFileWrite with the new buffer must move the
  * right bytes: the library notices the buffer-ID change instead of using the
- * stale registration's state.
+ * stale registration's state.  As NVIDIA's library does, it then renews the
+ * registration for the new allocation (it still covers the registered
+ * range), so the application's cuFileBufDeregister of that address succeeds
+ * once, and a second one reports MEMORY_NOT_REGISTERED.  When the memory now
+ * at the address is too small for the registered range, the registration is
+ * dropped instead.
  */
 #include "test.h"
+
+#define EXPECT_RENEWED_REREGISTER CU_FILE_MEMORY_ALREADY_REGISTERED
+#define EXPECT_DEREG_AGAIN CU_FILE_MEMORY_NOT_REGISTERED
+#define EXPECT_DEREG_DROPPED CU_FILE_MEMORY_NOT_REGISTERED
 
 #define LEN (1 * T_MIB)
 
@@ -71,19 +80,68 @@ int main(void)
 		free(src);
 		free(back);
 
-		/* Registering the new buffer works (the old entry may be reported
-		 * as already registered by a library that keys on addresses only;
-		 * either way the I/O above had to be correct).  Clean up whatever
-		 * is registered at this address. */
-		CUfileError_t st = cuFileBufRegister((void *)(uintptr_t)d2, LEN, 0);
-		if (st.err != CU_FILE_SUCCESS && st.err != CU_FILE_MEMORY_ALREADY_REGISTERED)
-			T_FAIL("re-registration returned %d (%s)", (int)st.err,
-			       cufileop_status_error(st.err));
-		check_read(fh, d2, 3 * T_MIB - 5, "registered again");
-		(void)cuFileBufDeregister((void *)(uintptr_t)d2);
-		(void)cuFileBufDeregister((void *)(uintptr_t)d2);
+		if (d2 == d1) {
+			/* The I/O above renewed the registration for d2: it
+			 * is registered (same base -> already registered),
+			 * serves I/O and deregisters exactly once. */
+			snprintf(what, sizeof(what), "round %d, renewed registration", round);
+			t_set_case("%s", what);
+			T_CUFILE(cuFileBufRegister((void *)(uintptr_t)d2, LEN, 0),
+				 EXPECT_RENEWED_REREGISTER);
+			check_read(fh, d2, 3 * T_MIB - 5, what);
+			t_set_case("%s", what);
+			T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)d2));
+			T_CUFILE(cuFileBufDeregister((void *)(uintptr_t)d2), EXPECT_DEREG_AGAIN);
+		} else {
+			/* d1's registration was never touched; drop it. */
+			t_set_case("round %d, new address", round);
+			T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)d1));
+		}
+		/* A fresh registration of the new buffer works as usual. */
+		snprintf(what, sizeof(what), "round %d, registered again", round);
+		t_set_case("%s", what);
+		T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)d2, LEN, 0));
+		check_read(fh, d2, 3 * T_MIB - 5, what);
+		t_set_case("%s", what);
+		T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)d2));
+		T_CUFILE(cuFileBufDeregister((void *)(uintptr_t)d2), EXPECT_DEREG_AGAIN);
 		T_CU(cuMemFree(d2));
 	}
+
+	/* The new allocation at the address is smaller than the registered
+	 * range: the registration cannot be renewed and is dropped, and I/O
+	 * inside the new allocation still works (as unregistered memory). */
+	CUdeviceptr d1 = t_dev_alloc(LEN);
+	T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)d1, LEN, 0));
+	check_read(fh, d1, 777, "before the smaller reallocation");
+	T_CU(cuMemFree(d1));
+	CUdeviceptr d2 = t_dev_alloc(LEN / 2);
+	if (d2 == d1) {
+		uint8_t *host = malloc(LEN / 2), *pois = malloc(LEN / 2);
+		T_ASSERT(host && pois);
+		t_set_case("smaller reallocation");
+		memset(pois, T_POISON, LEN / 2);
+		t_dev_put(d2, pois, LEN / 2);
+		T_IO(cuFileRead(fh, (void *)(uintptr_t)d2, LEN / 2 - 4096, 999, 4096), LEN / 2 - 4096);
+		t_dev_get(host, d2, LEN / 2);
+		if (t_check_fill(host, 4096, T_POISON, "guard before") ||
+		    t_check_pattern(host + 4096, LEN / 2 - 4096, 999, 0, "data"))
+			T_FAIL("bad read");
+		/* Past the new allocation: the dropped registration's length
+		 * no longer counts. */
+		T_IO(cuFileRead(fh, (void *)(uintptr_t)d2, LEN / 2 + 4096, 0, 0),
+		     -CU_FILE_CUDA_POINTER_RANGE_ERROR);
+		T_CUFILE(cuFileBufDeregister((void *)(uintptr_t)d2), EXPECT_DEREG_DROPPED);
+		free(host);
+		free(pois);
+	} else {
+#ifdef OPENCUFILE_FAKE_CUDA
+		T_FAIL("the fake driver gave a new address for the smaller allocation");
+#endif
+		fprintf(stderr, "NOTE: the driver gave a new address; drop case skipped\n");
+		T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)d1));
+	}
+	T_CU(cuMemFree(d2));
 
 	cuFileHandleDeregister(fh);
 	T_CUFILE_OK(cuFileDriverClose());

@@ -1,23 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cuFileRead and cuFileWrite reject bad arguments with a negative cuFile
- * code and move no data:
- *   NULL buffer base, NULL handle, negative file or buffer offset
- *                                         -> -CU_FILE_INVALID_VALUE
- *   an unknown or deregistered handle     -> -CU_FILE_HANDLE_NOT_REGISTERED
+ * cuFileRead and cuFileWrite reject bad arguments and move no data.
+ * Argument errors are -1 with errno, as NVIDIA's libcufile reports them:
+ *   NULL buffer base, NULL handle, negative file or buffer offset, size
+ *   above SSIZE_MAX                       -> -1, errno EINVAL
+ *   a non-NULL handle that is unknown or deregistered
+ *                                         -> -1, errno EBADF
  *   registered buffer, buf_offset + size past the registered length
- *                                         -> -CU_FILE_INVALID_VALUE
+ *                                         -> -1, errno EINVAL
+ * Library errors that are not argument errors stay negative cuFile codes:
  *   unregistered device buffer, buf_offset + size past its allocation
  *                                         -> -CU_FILE_CUDA_POINTER_RANGE_ERROR
  * and size 0 returns 0.
  */
 #include "test.h"
 
-#define EXPECT_NULL_BASE (-CU_FILE_INVALID_VALUE)
-#define EXPECT_NULL_HANDLE (-CU_FILE_INVALID_VALUE)
-#define EXPECT_UNKNOWN_HANDLE (-CU_FILE_HANDLE_NOT_REGISTERED)
-#define EXPECT_NEG_OFFSET (-CU_FILE_INVALID_VALUE)
-#define EXPECT_PAST_REGISTRATION (-CU_FILE_INVALID_VALUE)
+/* errno of the -1 return. */
+#define EXPECT_NULL_BASE EINVAL
+#define EXPECT_NULL_HANDLE EINVAL
+#define EXPECT_UNKNOWN_HANDLE EBADF
+#define EXPECT_NEG_OFFSET EINVAL
+#define EXPECT_HUGE_SIZE EINVAL
+#define EXPECT_PAST_REGISTRATION EINVAL
+/* Return value (not an argument error). */
 #define EXPECT_PAST_DEVICE_ALLOC (-CU_FILE_CUDA_POINTER_RANGE_ERROR)
 
 #define FLEN (256 * T_KIB)
@@ -37,14 +42,31 @@ static void file_untouched(void)
 	free(b);
 }
 
+/* Read and write must both return `expected` (and, when that is -1, set
+ * errno to `expected_errno`). */
+static void both_e(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff,
+		   ssize_t expected, int expected_errno, const char *what)
+{
+	t_set_case("%s (read)", what);
+	T_IO_E(cuFileRead(fh, base, size, foff, boff), expected, expected_errno);
+	t_set_case("%s (write)", what);
+	T_IO_E(cuFileWrite(fh, base, size, foff, boff), expected, expected_errno);
+	t_set_case("%s", "");
+}
+
+/* Both must return `expected` (a count or a negative cuFile code). */
 static void both(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff,
 		 ssize_t expected, const char *what)
 {
-	t_set_case("%s (read)", what);
-	T_IO(cuFileRead(fh, base, size, foff, boff), expected);
-	t_set_case("%s (write)", what);
-	T_IO(cuFileWrite(fh, base, size, foff, boff), expected);
-	t_set_case("%s", "");
+	T_ASSERT(expected != -1);
+	both_e(fh, base, size, foff, boff, expected, 0, what);
+}
+
+/* Both must return -1 with errno `expected_errno`. */
+static void both_errno(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff,
+		       int expected_errno, const char *what)
+{
+	both_e(fh, base, size, foff, boff, -1, expected_errno, what);
 }
 
 static void run(CUfileHandle_t fh, CUfileHandle_t gone, enum t_mem_kind kind)
@@ -57,20 +79,25 @@ static void run(CUfileHandle_t fh, CUfileHandle_t gone, enum t_mem_kind kind)
 	t_mem_fill(&m, 0, T_POISON, BLEN);
 
 	snprintf(w, sizeof(w), "%s NULL handle", k);
-	both(NULL, m.ptr, 4096, 0, 0, EXPECT_NULL_HANDLE, w);
+	both_errno(NULL, m.ptr, 4096, 0, 0, EXPECT_NULL_HANDLE, w);
 	snprintf(w, sizeof(w), "%s deregistered handle", k);
-	both(gone, m.ptr, 4096, 0, 0, EXPECT_UNKNOWN_HANDLE, w);
+	both_errno(gone, m.ptr, 4096, 0, 0, EXPECT_UNKNOWN_HANDLE, w);
 	long junk[8] = { 0 };
 	snprintf(w, sizeof(w), "%s never-registered handle", k);
-	both((CUfileHandle_t)junk, m.ptr, 4096, 0, 0, EXPECT_UNKNOWN_HANDLE, w);
+	both_errno((CUfileHandle_t)junk, m.ptr, 4096, 0, 0, EXPECT_UNKNOWN_HANDLE, w);
 	snprintf(w, sizeof(w), "%s negative file offset", k);
-	both(fh, m.ptr, 4096, -1, 0, EXPECT_NEG_OFFSET, w);
+	both_errno(fh, m.ptr, 4096, -1, 0, EXPECT_NEG_OFFSET, w);
 	snprintf(w, sizeof(w), "%s very negative file offset", k);
-	both(fh, m.ptr, 4096, -((off_t)1 << 40), 0, EXPECT_NEG_OFFSET, w);
+	both_errno(fh, m.ptr, 4096, -((off_t)1 << 40), 0, EXPECT_NEG_OFFSET, w);
 	snprintf(w, sizeof(w), "%s negative buffer offset", k);
-	both(fh, (uint8_t *)m.ptr + 8192, 4096, 0, -1, EXPECT_NEG_OFFSET, w);
+	both_errno(fh, (uint8_t *)m.ptr + 8192, 4096, 0, -1, EXPECT_NEG_OFFSET, w);
 	snprintf(w, sizeof(w), "%s negative buffer offset -4096", k);
-	both(fh, (uint8_t *)m.ptr + 8192, 4096, 0, -4096, EXPECT_NEG_OFFSET, w);
+	both_errno(fh, (uint8_t *)m.ptr + 8192, 4096, 0, -4096, EXPECT_NEG_OFFSET, w);
+
+	snprintf(w, sizeof(w), "%s size SSIZE_MAX + 1", k);
+	both_errno(fh, m.ptr, (size_t)SSIZE_MAX + 1, 0, 0, EXPECT_HUGE_SIZE, w);
+	snprintf(w, sizeof(w), "%s size SIZE_MAX", k);
+	both_errno(fh, m.ptr, SIZE_MAX, 0, 0, EXPECT_HUGE_SIZE, w);
 
 	snprintf(w, sizeof(w), "%s size 0", k);
 	both(fh, m.ptr, 0, 0, 0, 0, w);
@@ -80,11 +107,11 @@ static void run(CUfileHandle_t fh, CUfileHandle_t gone, enum t_mem_kind kind)
 	/* Registered: the range must stay inside the registration. */
 	T_CUFILE_OK(cuFileBufRegister(m.ptr, BLEN / 2, 0));
 	snprintf(w, sizeof(w), "%s registered, size past registration", k);
-	both(fh, m.ptr, BLEN / 2 + 1, 0, 0, EXPECT_PAST_REGISTRATION, w);
+	both_errno(fh, m.ptr, BLEN / 2 + 1, 0, 0, EXPECT_PAST_REGISTRATION, w);
 	snprintf(w, sizeof(w), "%s registered, offset+size past registration", k);
-	both(fh, m.ptr, 4096, 0, BLEN / 2 - 4095, EXPECT_PAST_REGISTRATION, w);
+	both_errno(fh, m.ptr, 4096, 0, BLEN / 2 - 4095, EXPECT_PAST_REGISTRATION, w);
 	snprintf(w, sizeof(w), "%s registered, offset at registration end", k);
-	both(fh, m.ptr, 1, 0, BLEN / 2, EXPECT_PAST_REGISTRATION, w);
+	both_errno(fh, m.ptr, 1, 0, BLEN / 2, EXPECT_PAST_REGISTRATION, w);
 	/* Exactly up to the end is fine (read only: writes would change the file). */
 	t_set_case("%s registered, exactly to the end", k);
 	T_IO(cuFileRead(fh, m.ptr, 4096, 0, BLEN / 2 - 4096), 4096);
@@ -126,9 +153,9 @@ int main(void)
 	cuFileHandleDeregister(gone);
 
 	/* NULL base, with and without offsets. */
-	both(fh, NULL, 4096, 0, 0, EXPECT_NULL_BASE, "NULL base");
-	both(fh, NULL, 4096, 0, 4096, EXPECT_NULL_BASE, "NULL base with buffer offset");
-	both(NULL, NULL, 4096, 0, 0, EXPECT_NULL_BASE, "NULL base and NULL handle");
+	both_errno(fh, NULL, 4096, 0, 0, EXPECT_NULL_BASE, "NULL base");
+	both_errno(fh, NULL, 4096, 0, 4096, EXPECT_NULL_BASE, "NULL base with buffer offset");
+	both_errno(NULL, NULL, 4096, 0, 0, EXPECT_NULL_BASE, "NULL base and NULL handle");
 
 	run(fh, gone, T_MEM_HOST_MALLOC);
 	if (t_cuda_init() == 0) {

@@ -1,8 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unknown enum values, NULL pointers, bad lengths and values outside
  * cuFileGetParameterMinMaxValue's range are CU_FILE_INVALID_VALUE; the
- * range's ends themselves are accepted. */
+ * range's ends themselves are accepted.  The ranges are NVIDIA's (as its
+ * libcufile reports them). */
 #include "config_test_util.h"
+
+/* Expected [min, max] of every size parameter, in enum order. */
+static const size_t EXPECT_RANGE[][2] = {
+	[CUFILE_PARAM_PROFILE_STATS] = { 0, 3 },
+	[CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH] = { 1, 256 },
+	[CUFILE_PARAM_EXECUTION_MAX_IO_THREADS] = { 0, 32 },
+	[CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB] = { 4, 4294967295u },
+	[CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM] = { 0, 8 },
+	[CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB] = { 64, 16384 },
+	[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB] = { 0, 268435456 },
+	[CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB] = { 64, 16384 },
+	[CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB] = { 64, 268435456 },
+	[CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE] = { 1, 256 },
+	[CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB] = { 4, 18014398509481980ull },
+	[CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS] = { 1, 1000 },
+};
 
 int main(void)
 {
@@ -28,11 +45,14 @@ int main(void)
 	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(&v, &v, 0), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileGetParameterPosixPoolSlabArray(&v, NULL, 1), CU_FILE_INVALID_VALUE);
 
+	T_EQ_U(sizeof(EXPECT_RANGE) / sizeof(EXPECT_RANGE[0]),
+	       CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS + 1);
 	for (int p = 0; p <= CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS; p++) {
 		CUFileSizeTConfigParameter_t param = (CUFileSizeTConfigParameter_t)p;
 		t_set_case("size parameter %d", p);
 		T_CUFILE_OK(cuFileGetParameterMinMaxValue(param, &mn, &mx));
-		T_LE_U(mn, mx);
+		T_EQ_U(mn, EXPECT_RANGE[p][0]);
+		T_EQ_U(mx, EXPECT_RANGE[p][1]);
 		T_CUFILE_OK(cuFileGetParameterSizeT(param, &v));
 		T_ASSERT(v >= mn && v <= mx); /* the default is in range */
 		T_CUFILE_OK(cuFileSetParameterSizeT(param, mn));

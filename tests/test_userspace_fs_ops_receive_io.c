@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * USERSPACE_FS handles: registration needs fs_ops with read and write
- * (NULL fs_ops or a NULL read/write op -> INVALID_VALUE).  cuFileRead and
+ * (NULL fs_ops or a NULL read/write op -> IO_NOT_SUPPORTED, as NVIDIA's
+ * library says).  cuFileRead and
  * cuFileWrite then call fs_ops->read/write(handle, buf, size, offset, rdma)
  * of a fake in-memory file system: with host memory the op receives the
  * caller's memory itself (base + buf_offset), with device memory the library
@@ -12,7 +13,7 @@
 
 #include <pthread.h>
 
-#define EXPECT_NULL_OPS CU_FILE_INVALID_VALUE
+#define EXPECT_NULL_OPS CU_FILE_IO_NOT_SUPPORTED
 #define FS_SIZE (3 * T_MIB + 123)
 
 struct memfs {

@@ -43,20 +43,21 @@
 	X(StreamSynchronize, "cuStreamSynchronize", (CUstream))                                              \
 	X(MemGetAllocationGranularity, "cuMemGetAllocationGranularity",                                      \
 	  (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))                         \
-	X(MemCreate, "cuMemCreate", (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,    \
-				     unsigned long long))                                                    \
+	X(MemCreate, "cuMemCreate",                                                                          \
+	  (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long))         \
 	X(MemRelease, "cuMemRelease", (CUmemGenericAllocationHandle))                                        \
-	X(MemAddressReserve, "cuMemAddressReserve", (CUdeviceptr *, size_t, size_t, CUdeviceptr,             \
-						     unsigned long long))                                    \
+	X(MemAddressReserve, "cuMemAddressReserve",                                                          \
+	  (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))                                  \
 	X(MemAddressFree, "cuMemAddressFree", (CUdeviceptr, size_t))                                         \
-	X(MemMap, "cuMemMap", (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+	X(MemMap, "cuMemMap",                                                                                \
+	  (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))                   \
 	X(MemUnmap, "cuMemUnmap", (CUdeviceptr, size_t))                                                     \
 	X(MemSetAccess, "cuMemSetAccess", (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))
 
 struct cuda_dl {
 	void *lib;
 	char path[256];
-#define CUDA_DL_FIELD(field, sym, args) CUresult (*field) args;
+#define CUDA_DL_FIELD(field, sym, args) CUresult(*field) args;
 	CUDA_DL_FUNCS(CUDA_DL_FIELD)
 #undef CUDA_DL_FIELD
 };
@@ -64,8 +65,8 @@ struct cuda_dl {
 /* The functions every GPU-using mode needs; the rest are checked where used. */
 static inline int cuda_dl_core_ok(const struct cuda_dl *c)
 {
-	return c->Init && c->DeviceGet && c->PrimaryCtxRetain && c->CtxSetCurrent && c->MemAlloc && c->MemFree &&
-	       c->MemHostAlloc && c->MemFreeHost && c->MemcpyHtoD && c->MemcpyDtoH;
+	return c->Init && c->DeviceGet && c->PrimaryCtxRetain && c->CtxSetCurrent && c->MemAlloc &&
+	       c->MemFree && c->MemHostAlloc && c->MemFreeHost && c->MemcpyHtoD && c->MemcpyDtoH;
 }
 
 /* 0 on success; -1 with a reason in err (never fatal for the caller). */

@@ -106,7 +106,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < size; i++)
 		host[i] = pattern(i);
 	int wfd = open(file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-	if (wfd < 0 || write(wfd, host, size) != (ssize_t)size || fsync(wfd) != 0) {
+	size_t put = 0;
+	while (wfd >= 0 && put < size) { /* write(2) moves at most ~2 GiB a call */
+		ssize_t w = write(wfd, host + put, size - put);
+		if (w <= 0)
+			break;
+		put += (size_t)w;
+	}
+	if (wfd < 0 || put != size || fsync(wfd) != 0) {
 		fprintf(stderr, "cannot write %s: %s\n", file, strerror(errno));
 		return 1;
 	}
@@ -114,7 +121,7 @@ int main(int argc, char **argv)
 	printf("wrote %s: %zu MiB with a known pattern\n", file, mib);
 
 	/* 2. Target memory: GPU if one is usable, else host. */
-	struct cuda cu;
+	struct cuda cu = {0};
 	char gpu[128] = "";
 	CUdeviceptr dptr = 0;
 	void *target;

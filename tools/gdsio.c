@@ -42,22 +42,32 @@
 #include "cufile.h"
 #include "cuda_dl.h"
 #include "pattern.h"
+#include "size_arg.h"
 
 enum xfer { X_GPUD = 0, X_CPU = 1, X_CPU_GPU = 2, X_ASYNC = 3, X_ASYNC_REG = 4, X_BATCH = 5 };
 enum mem { M_DEVICE = 0, M_VMM = 1, M_PINNED = 2, M_MALLOC = 3, M_MMAP = 4 };
 enum iotype { IO_READ = 0, IO_WRITE = 1, IO_RANDREAD = 2, IO_RANDWRITE = 3 };
 /* Worker and run status, worst wins (ordered by severity). */
-enum status { ST_OK = 0, ST_SKIPPED, ST_UNSUPPORTED, ST_INCOMPLETE, ST_TIMEOUT, ST_IOERR, ST_SETUP, ST_VERIFY };
+enum status {
+	ST_OK = 0,
+	ST_SKIPPED,
+	ST_UNSUPPORTED,
+	ST_INCOMPLETE,
+	ST_TIMEOUT,
+	ST_IOERR,
+	ST_SETUP,
+	ST_VERIFY
+};
 static const char *const status_name[] = {"ok",	     "skipped",	 "not_supported", "incomplete",
 					  "timeout", "io_error", "setup_error",	  "verify_failed"};
 /* Exit statuses: 0 all runs ok, 1 a failure (I/O, verification, timeout,
  * incomplete), 2 usage, 3 the library does not support the transfer type. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3 };
 
-static const char *const xfer_name[] = {"GPUD", "CPUONLY", "CPU_GPU", "GPUD_ASYNC", "GPUD_ASYNC_STREAMREG",
-					"GPU_BATCH"};
-static const char *const mem_name[] = {"DEVICE(cuMemAlloc)", "DEVICE(VMM cuMemCreate)", "PINNED(cuMemHostAlloc)",
-				       "HOST(malloc)", "HOST(mmap)"};
+static const char *const xfer_name[] = {
+    "GPUD", "CPUONLY", "CPU_GPU", "GPUD_ASYNC", "GPUD_ASYNC_STREAMREG", "GPU_BATCH"};
+static const char *const mem_name[] = {"DEVICE(cuMemAlloc)", "DEVICE(VMM cuMemCreate)",
+				       "PINNED(cuMemHostAlloc)", "HOST(malloc)", "HOST(mmap)"};
 static const char *const io_name[] = {"READ", "WRITE", "RANDREAD", "RANDWRITE"};
 
 #define MAX_LIST 64
@@ -122,31 +132,6 @@ static void die_usage(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
-/* "4096", "4K", "16M", "4G", "1T", "64KiB", "1MB": binary multiples. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	uint64_t mul = 1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	default: break;
-	}
-	if (*end == 'i')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -1;
-	*out = (uint64_t)(v * (double)mul);
-	return 0;
-}
 
 static void human_size(char *buf, size_t len, uint64_t v)
 {
@@ -202,7 +187,8 @@ static void parse_thread_list(const char *arg)
 static const char *cufile_err(CUfileError_t e, char *buf, size_t len)
 {
 	if (e.err == CU_FILE_CUDA_DRIVER_ERROR)
-		snprintf(buf, len, "%s (%d, CUDA error %d)", cufileop_status_error(e.err), (int)e.err, (int)e.cu_err);
+		snprintf(buf, len, "%s (%d, CUDA error %d)", cufileop_status_error(e.err), (int)e.err,
+			 (int)e.cu_err);
 	else
 		snprintf(buf, len, "%s (%d)", cufileop_status_error(e.err), (int)e.err);
 	return buf;
@@ -310,7 +296,7 @@ static double hist_pct_us(const struct hist *h, double p)
 /* ------------------------------------------------------------------- memory */
 
 struct buffer {
-	int kind; /* enum mem actually allocated */
+	int kind;  /* enum mem actually allocated */
 	void *ptr; /* device address (as a pointer) or host address */
 	size_t len;
 	int on_device;
@@ -418,7 +404,9 @@ static void buffer_free(struct buffer *b)
 	if (!b->ptr)
 		return;
 	switch (b->kind) {
-	case M_DEVICE: cu.MemFree((CUdeviceptr)(uintptr_t)b->ptr); break;
+	case M_DEVICE:
+		cu.MemFree((CUdeviceptr)(uintptr_t)b->ptr);
+		break;
 	case M_VMM: {
 		CUdeviceptr d = (CUdeviceptr)(uintptr_t)b->ptr;
 		cu.MemUnmap(d, b->vmm_len);
@@ -426,9 +414,15 @@ static void buffer_free(struct buffer *b)
 		cu.MemRelease(b->vmm);
 		break;
 	}
-	case M_PINNED: cu.MemFreeHost(b->ptr); break;
-	case M_MALLOC: free(b->ptr); break;
-	case M_MMAP: munmap(b->ptr, b->len); break;
+	case M_PINNED:
+		cu.MemFreeHost(b->ptr);
+		break;
+	case M_MALLOC:
+		free(b->ptr);
+		break;
+	case M_MMAP:
+		munmap(b->ptr, b->len);
+		break;
 	}
 	b->ptr = NULL;
 }
@@ -515,10 +509,22 @@ struct result {
 	char msg[512];
 };
 
-static int uses_cufile(int x) { return x == X_GPUD || x == X_ASYNC || x == X_ASYNC_REG || x == X_BATCH; }
-static int is_write(void) { return o.iotype == IO_WRITE || o.iotype == IO_RANDWRITE; }
-static int is_random(void) { return o.iotype == IO_RANDREAD || o.iotype == IO_RANDWRITE; }
-static int group_mode(void) { return o.xfer == X_ASYNC || o.xfer == X_ASYNC_REG || o.xfer == X_BATCH; }
+static int uses_cufile(int x)
+{
+	return x == X_GPUD || x == X_ASYNC || x == X_ASYNC_REG || x == X_BATCH;
+}
+static int is_write(void)
+{
+	return o.iotype == IO_WRITE || o.iotype == IO_RANDWRITE;
+}
+static int is_random(void)
+{
+	return o.iotype == IO_RANDREAD || o.iotype == IO_RANDWRITE;
+}
+static int group_mode(void)
+{
+	return o.xfer == X_ASYNC || o.xfer == X_ASYNC_REG || o.xfer == X_BATCH;
+}
 
 /* The memory type actually used: -x 1 moves bytes between the file and host
  * memory only, so device types fall back to malloc there. */
@@ -580,7 +586,8 @@ static int poison_buffer(struct worker *w, size_t at, size_t len)
 		memset((char *)w->buf.ptr + at, POISON, len);
 		return 0;
 	}
-	CUresult r = cu.MemsetD8 ? cu.MemsetD8((CUdeviceptr)(uintptr_t)w->buf.ptr + at, POISON, len) : CUDA_SUCCESS;
+	CUresult r =
+	    cu.MemsetD8 ? cu.MemsetD8((CUdeviceptr)(uintptr_t)w->buf.ptr + at, POISON, len) : CUDA_SUCCESS;
 	if (r)
 		fail(w, ST_SETUP, "cuMemsetD8: %s", cuda_dl_errstr(&cu, r));
 	return r ? -1 : 0;
@@ -603,8 +610,11 @@ static int verify_read(struct worker *w, size_t at, uint64_t off, size_t len)
 		long long bad = pattern_check(p, off + c, m);
 		if (bad >= 0) {
 			uint64_t fo = off + c + (uint64_t)bad;
-			fail(w, ST_VERIFY, "verify: first bad byte at file offset %llu (read of %zu at %llu): got 0x%02x, want 0x%02x",
-			     (unsigned long long)fo, len, (unsigned long long)off, ((const uint8_t *)p)[bad], pattern_byte(fo));
+			fail(w, ST_VERIFY,
+			     "verify: first bad byte at file offset %llu (read of %zu at %llu): got 0x%02x, "
+			     "want 0x%02x",
+			     (unsigned long long)fo, len, (unsigned long long)off, ((const uint8_t *)p)[bad],
+			     pattern_byte(fo));
 			return -1;
 		}
 	}
@@ -618,13 +628,16 @@ static int verify_write(struct worker *w, uint64_t off, size_t len)
 		size_t m = len - c < w->vhost_len ? len - c : w->vhost_len;
 		int e = full_pread(w->vfd, w->vhost, m, off + c);
 		if (e) {
-			fail(w, ST_IOERR, "verify: read back at %llu: %s", (unsigned long long)(off + c), strerror(-e));
+			fail(w, ST_IOERR, "verify: read back at %llu: %s", (unsigned long long)(off + c),
+			     strerror(-e));
 			return -1;
 		}
 		long long bad = pattern_check(w->vhost, off + c, m);
 		if (bad >= 0) {
 			uint64_t fo = off + c + (uint64_t)bad;
-			fail(w, ST_VERIFY, "verify: written data wrong, first bad byte at file offset %llu: got 0x%02x, want 0x%02x",
+			fail(w, ST_VERIFY,
+			     "verify: written data wrong, first bad byte at file offset %llu: got 0x%02x, "
+			     "want 0x%02x",
 			     (unsigned long long)fo, ((const uint8_t *)w->vhost)[bad], pattern_byte(fo));
 			return -1;
 		}
@@ -645,16 +658,18 @@ static int do_io(struct worker *w, uint64_t off, size_t n)
 					 : cuFileRead(w->fh, w->buf.ptr, n, (off_t)off, 0);
 		if (got == (ssize_t)n)
 			return 0;
-		fail(w, ST_IOERR, "%s of %zu at %llu returned %s", is_write() ? "cuFileWrite" : "cuFileRead", n,
-		     (unsigned long long)off, io_ret_str(got, errno, eb, sizeof(eb)));
+		fail(w, ST_IOERR, "%s of %zu at %llu returned %s", is_write() ? "cuFileWrite" : "cuFileRead",
+		     n, (unsigned long long)off, io_ret_str(got, errno, eb, sizeof(eb)));
 		return -1;
 	}
 	case X_CPU:
-		e = is_write() ? full_pwrite(w->fd, w->buf.ptr, n, off) : full_pread(w->fd, w->buf.ptr, n, off);
+		e = is_write() ? full_pwrite(w->fd, w->buf.ptr, n, off)
+			       : full_pread(w->fd, w->buf.ptr, n, off);
 		if (!e)
 			return 0;
-		fail(w, ST_IOERR, "%s of %zu at %llu: %s%s", is_write() ? "pwrite" : "pread", n, (unsigned long long)off,
-		     strerror(-e), e == -EINVAL && o.odirect ? " (O_DIRECT needs aligned offsets and sizes; try -N)" : "");
+		fail(w, ST_IOERR, "%s of %zu at %llu: %s%s", is_write() ? "pwrite" : "pread", n,
+		     (unsigned long long)off, strerror(-e),
+		     e == -EINVAL && o.odirect ? " (O_DIRECT needs aligned offsets and sizes; try -N)" : "");
 		return -1;
 	case X_CPU_GPU:
 		if (is_write()) {
@@ -672,8 +687,8 @@ static int do_io(struct worker *w, uint64_t off, size_t n)
 		}
 		if (!e)
 			return 0;
-		fail(w, ST_IOERR, "%s of %zu at %llu: %s", is_write() ? "pwrite" : "pread", n, (unsigned long long)off,
-		     strerror(-e));
+		fail(w, ST_IOERR, "%s of %zu at %llu: %s", is_write() ? "pwrite" : "pread", n,
+		     (unsigned long long)off, strerror(-e));
 		return -1;
 	}
 	return -1;
@@ -736,7 +751,8 @@ static void loop_group(struct worker *w)
 			g = (unsigned)(w->nops - k);
 		for (unsigned i = 0; i < g; i++) {
 			offs[i] = op_offset(w, k + i);
-			if (o.verify && (is_write() ? fill_buffer(w, i * io, offs[i], io) : poison_buffer(w, i * io, io)))
+			if (o.verify &&
+			    (is_write() ? fill_buffer(w, i * io, offs[i], io) : poison_buffer(w, i * io, io)))
 				goto out;
 		}
 		uint64_t t0 = now_ns();
@@ -756,8 +772,8 @@ static void loop_group(struct worker *w)
 			}
 			CUfileError_t e = cuFileBatchIOSubmit(w->batch, g, params, 0);
 			if (e.err) {
-				fail(w, first ? ST_UNSUPPORTED : ST_IOERR, "cuFileBatchIOSubmit(%u entries): %s", g,
-				     cufile_err(e, eb, sizeof(eb)));
+				fail(w, first ? ST_UNSUPPORTED : ST_IOERR,
+				     "cuFileBatchIOSubmit(%u entries): %s", g, cufile_err(e, eb, sizeof(eb)));
 				goto out;
 			}
 			unsigned got = 0;
@@ -767,27 +783,34 @@ static void loop_group(struct worker *w)
 				e = cuFileBatchIOGetStatus(w->batch, g - got, &nr, events, &ts);
 				uint64_t tn = now_ns();
 				if (e.err) {
-					fail(w, ST_IOERR, "cuFileBatchIOGetStatus: %s", cufile_err(e, eb, sizeof(eb)));
+					fail(w, ST_IOERR, "cuFileBatchIOGetStatus: %s",
+					     cufile_err(e, eb, sizeof(eb)));
 					atomic_store(&abandon, 1);
 					goto out;
 				}
 				for (unsigned j = 0; j < nr && j < g; j++) {
 					uintptr_t c = (uintptr_t)events[j].cookie;
 					if (c < 1 || c > g || rets[c - 1] != -1) {
-						fail(w, ST_IOERR, "batch event with unknown cookie %p", events[j].cookie);
+						fail(w, ST_IOERR, "batch event with unknown cookie %p",
+						     events[j].cookie);
 						atomic_store(&abandon, 1);
 						goto out;
 					}
-					rets[c - 1] = events[j].status == CUFILE_COMPLETE ? (ssize_t)events[j].ret : -2;
+					rets[c - 1] =
+					    events[j].status == CUFILE_COMPLETE ? (ssize_t)events[j].ret : -2;
 					if (events[j].status != CUFILE_COMPLETE || events[j].ret != io)
-						fail(w, ST_IOERR, "batch entry %lu at %llu: status 0x%x ret %zu", (unsigned long)c - 1,
-						     (unsigned long long)offs[c - 1], (unsigned)events[j].status, events[j].ret);
+						fail(w, ST_IOERR,
+						     "batch entry %lu at %llu: status 0x%x ret %zu",
+						     (unsigned long)c - 1, (unsigned long long)offs[c - 1],
+						     (unsigned)events[j].status, events[j].ret);
 					else
 						hist_add(w->hist, tn - t0);
 					got++;
 				}
 				if (got < g && (double)(tn - t0) * 1e-9 > o.batch_timeout) {
-					fail(w, ST_TIMEOUT, "batch: %u of %u entries completed within %.1f s (GetStatus min_nr=%u)",
+					fail(w, ST_TIMEOUT,
+					     "batch: %u of %u entries completed within %.1f s (GetStatus "
+					     "min_nr=%u)",
 					     got, g, o.batch_timeout, g);
 					atomic_store(&abandon, 1);
 					goto out;
@@ -798,14 +821,17 @@ static void loop_group(struct worker *w)
 		} else {
 			unsigned queued = 0;
 			for (unsigned i = 0; i < g; i++) {
-				sizes[i] = io, foffs[i] = (off_t)offs[i], boffs[i] = (off_t)(i * io), rets[i] = -12345;
-				CUfileError_t e = is_write() ? cuFileWriteAsync(w->fh, w->buf.ptr, &sizes[i], &foffs[i],
-										&boffs[i], &rets[i], w->stream)
-							     : cuFileReadAsync(w->fh, w->buf.ptr, &sizes[i], &foffs[i],
-									       &boffs[i], &rets[i], w->stream);
+				sizes[i] = io, foffs[i] = (off_t)offs[i], boffs[i] = (off_t)(i * io),
+				rets[i] = -12345;
+				CUfileError_t e =
+				    is_write() ? cuFileWriteAsync(w->fh, w->buf.ptr, &sizes[i], &foffs[i],
+								  &boffs[i], &rets[i], w->stream)
+					       : cuFileReadAsync(w->fh, w->buf.ptr, &sizes[i], &foffs[i],
+								 &boffs[i], &rets[i], w->stream);
 				if (e.err) {
 					fail(w, first && i == 0 ? ST_UNSUPPORTED : ST_IOERR, "%s: %s",
-					     is_write() ? "cuFileWriteAsync" : "cuFileReadAsync", cufile_err(e, eb, sizeof(eb)));
+					     is_write() ? "cuFileWriteAsync" : "cuFileReadAsync",
+					     cufile_err(e, eb, sizeof(eb)));
 					break;
 				}
 				queued++;
@@ -828,10 +854,12 @@ static void loop_group(struct worker *w)
 				}
 			}
 			if (first_bad >= 0)
-				fail(w, ST_INCOMPLETE, "async: %u of %u operations on one stream completed in full; op %d: %s",
+				fail(w, ST_INCOMPLETE,
+				     "async: %u of %u operations on one stream completed in full; op %d: %s",
 				     good, g, first_bad,
-				     rets[first_bad] == -12345 ? "result never written"
-							       : io_ret_str(rets[first_bad], 0, eb, sizeof(eb)));
+				     rets[first_bad] == -12345
+					 ? "result never written"
+					 : io_ret_str(rets[first_bad], 0, eb, sizeof(eb)));
 		}
 		first = 0;
 		w->bytes += (uint64_t)good * io, w->ops += good;
@@ -839,7 +867,8 @@ static void loop_group(struct worker *w)
 		if (o.verify)
 			for (unsigned i = 0; i < g; i++)
 				if (rets[i] == (ssize_t)io &&
-				    (is_write() ? verify_write(w, offs[i], io) : verify_read(w, i * io, offs[i], io)))
+				    (is_write() ? verify_write(w, offs[i], io)
+						: verify_read(w, i * io, offs[i], io)))
 					goto out;
 		if (good < g)
 			goto out;
@@ -889,7 +918,8 @@ static void worker_setup(struct worker *w)
 			d.handle.fd = w->fd;
 			CUfileError_t e = cuFileHandleRegister(&w->fh, &d);
 			if (e.err) {
-				fail(w, ST_SETUP, "cuFileHandleRegister(%s): %s", w->path, cufile_err(e, eb, sizeof(eb)));
+				fail(w, ST_SETUP, "cuFileHandleRegister(%s): %s", w->path,
+				     cufile_err(e, eb, sizeof(eb)));
 				return;
 			}
 			w->own_fh = 1;
@@ -942,7 +972,8 @@ static void worker_setup(struct worker *w)
 		}
 		if (o.xfer == X_ASYNC_REG) {
 			unsigned flags = 0;
-			if (!is_random() && io % 4096 == 0 && o.offset % 4096 == 0 && (uintptr_t)w->buf.ptr % 4096 == 0)
+			if (!is_random() && io % 4096 == 0 && o.offset % 4096 == 0 &&
+			    (uintptr_t)w->buf.ptr % 4096 == 0)
 				flags = CU_FILE_STREAM_PAGE_ALIGNED_INPUTS;
 			CUfileError_t e = cuFileStreamRegister(w->stream, flags);
 			if (e.err) {
@@ -956,7 +987,8 @@ static void worker_setup(struct worker *w)
 	if (o.xfer == X_BATCH) {
 		CUfileError_t e = cuFileBatchIOSetUp(&w->batch, o.depth);
 		if (e.err) {
-			fail(w, ST_UNSUPPORTED, "cuFileBatchIOSetUp(%u): %s", o.depth, cufile_err(e, eb, sizeof(eb)));
+			fail(w, ST_UNSUPPORTED, "cuFileBatchIOSetUp(%u): %s", o.depth,
+			     cufile_err(e, eb, sizeof(eb)));
 			return;
 		}
 		w->batch_ok = 1;
@@ -1059,7 +1091,8 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	uint64_t total_ops = o.dir ? per_file_ops * (uint64_t)nthreads : per_file_ops;
 	if (per_file_ops == 0 || (!o.dir && total_ops < (uint64_t)nthreads)) {
 		res->status = ST_SKIPPED;
-		snprintf(res->msg, sizeof(res->msg), "data set %llu bytes too small for %d thread(s) of %zu-byte IOs",
+		snprintf(res->msg, sizeof(res->msg),
+			 "data set %llu bytes too small for %d thread(s) of %zu-byte IOs",
 			 (unsigned long long)o.size, nthreads, io);
 		return;
 	}
@@ -1113,7 +1146,8 @@ static void run_one(size_t io, int nthreads, struct result *res)
 			w->nops = per_file_ops, w->start = o.offset;
 		} else {
 			w->path = o.file;
-			w->nops = total_ops / (uint64_t)nthreads + ((uint64_t)i < total_ops % (uint64_t)nthreads);
+			w->nops =
+			    total_ops / (uint64_t)nthreads + ((uint64_t)i < total_ops % (uint64_t)nthreads);
 			w->start = next;
 			next += w->nops * io;
 		}
@@ -1192,7 +1226,10 @@ close_fds:
 
 /* ------------------------------------------------------------------ output */
 
-static double gbps(const struct result *r) { return r->secs > 0 ? (double)r->bytes / r->secs / 1e9 : 0; }
+static double gbps(const struct result *r)
+{
+	return r->secs > 0 ? (double)r->bytes / r->secs / 1e9 : 0;
+}
 
 static void print_result(const struct result *r)
 {
@@ -1208,14 +1245,20 @@ static void print_result(const struct result *r)
 		fflush(stdout);
 		return;
 	}
-	printf("IoType: %s XferType: %s Threads: %d DataSetSize: %llu/%llu(KiB) IOSize: %zu(KiB) Throughput: %.3f "
+	printf("IoType: %s XferType: %s Threads: %d DataSetSize: %llu/%llu(KiB) IOSize: %zu(KiB) Throughput: "
+	       "%.3f "
 	       "GiB/sec, Avg_Latency: %.3f usecs ops: %llu total_time %.3f secs\n",
 	       io_name[o.iotype], xfer_name[o.xfer], r->threads, (unsigned long long)(r->bytes / 1024),
-	       (unsigned long long)(r->planned / 1024), r->io / 1024, gib, avg, (unsigned long long)r->ops, r->secs);
-	printf("Extra: GB_per_sec: %.3f p50_usecs: %.3f p99_usecs: %.3f CPU_sec_per_GB: %.4f (user %.3f sys %.3f s) "
+	       (unsigned long long)(r->planned / 1024), r->io / 1024, gib, avg, (unsigned long long)r->ops,
+	       r->secs);
+	printf("Extra: GB_per_sec: %.3f p50_usecs: %.3f p99_usecs: %.3f CPU_sec_per_GB: %.4f (user %.3f sys "
+	       "%.3f s) "
 	       "Verify: %s Status: %s\n",
 	       gbps(r), hist_pct_us(&r->h, 0.50), hist_pct_us(&r->h, 0.99), cpu, r->cpu_user, r->cpu_sys,
-	       !o.verify ? "off" : r->status == ST_VERIFY ? "FAIL" : r->status == ST_OK ? "PASS" : "incomplete",
+	       !o.verify		? "off"
+	       : r->status == ST_VERIFY ? "FAIL"
+	       : r->status == ST_OK	? "PASS"
+					: "incomplete",
 	       status_name[r->status]);
 	if (r->status != ST_OK)
 		printf("ERROR: %s\n", r->msg);
@@ -1226,8 +1269,8 @@ static void csv_row(FILE *f, const struct result *r)
 {
 	double gb = (double)r->bytes / 1e9;
 	fprintf(f, "%s,%s,%s,%d,%zu,%llu,%.6f,%.4f,%.4f,%.3f,%.3f,%.3f,%llu,%.5f,%s\n", io_name[o.iotype],
-		xfer_name[o.xfer], mem_name[effective_mem()], r->threads, r->io, (unsigned long long)r->bytes, r->secs,
-		r->secs > 0 ? (double)r->bytes / r->secs / 1073741824.0 : 0, gbps(r),
+		xfer_name[o.xfer], mem_name[effective_mem()], r->threads, r->io, (unsigned long long)r->bytes,
+		r->secs, r->secs > 0 ? (double)r->bytes / r->secs / 1073741824.0 : 0, gbps(r),
 		r->h.count ? (double)r->h.sum_ns / (double)r->h.count / 1e3 : 0, hist_pct_us(&r->h, 0.5),
 		hist_pct_us(&r->h, 0.99), (unsigned long long)r->ops,
 		gb > 0 ? (r->cpu_user + r->cpu_sys) / gb : 0, status_name[r->status]);
@@ -1238,11 +1281,20 @@ static void xml_text(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
 		}
 	}
 }
@@ -1278,42 +1330,53 @@ static int write_svg(const char *path, const struct result *res, int nres)
 	else if (raw > mag)
 		step = 2 * mag;
 	double ymax = ceil(vmax / step) * step;
-#define XP(l) (L + ((l) - lmin) / (lmax - lmin) * pw)
+#define XP(l) (L + ((l)-lmin) / (lmax - lmin) * pw)
 #define YP(v) (T + ph - (v) / ymax * ph)
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-		   "font-family=\"sans-serif\" font-size=\"13\">\n", W, H, W, H);
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
+		"%.0f\" "
+		"font-family=\"sans-serif\" font-size=\"13\">\n",
+		W, H, W, H);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
 	char title[512];
 	snprintf(title, sizeof(title), "gdsio %s %s, %s, %s fd: throughput vs IO size", io_name[o.iotype],
 		 xfer_name[o.xfer], mem_name[effective_mem()], o.odirect ? "O_DIRECT" : "buffered");
-	fprintf(f, "<text x=\"%.1f\" y=\"30\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">", L + pw / 2);
+	fprintf(f, "<text x=\"%.1f\" y=\"30\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">",
+		L + pw / 2);
 	xml_text(f, title);
 	fprintf(f, "</text>\n");
 	/* Grid and y ticks. */
 	for (double v = 0; v <= ymax + step / 2; v += step) {
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", L, YP(v), L + pw,
-			YP(v));
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 8, YP(v) + 4, v);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", L,
+			YP(v), L + pw, YP(v));
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 8, YP(v) + 4,
+			v);
 	}
 	/* x ticks at powers of two. */
 	int nt = (int)(floor(lmax) - ceil(lmin)) + 1, every = nt > 12 ? 2 : 1;
 	for (int l = (int)ceil(lmin), k = 0; l <= (int)floor(lmax); l++, k++) {
 		char lab[32];
 		human_size(lab, sizeof(lab), 1ull << l);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eeeeee\"/>\n", XP(l), T, XP(l),
-			T + ph);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", XP(l), T + ph,
-			XP(l), T + ph + 5);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eeeeee\"/>\n",
+			XP(l), T, XP(l), T + ph);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+			XP(l), T + ph, XP(l), T + ph + 5);
 		if (k % every == 0)
-			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", XP(l), T + ph + 20, lab);
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", XP(l),
+				T + ph + 20, lab);
 	}
-	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"black\"/>\n", L, T,
-		pw, ph);
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">IO size (bytes, log scale)</text>\n", L + pw / 2,
-		H - 25);
-	fprintf(f, "<text x=\"25\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 25 %.1f)\">Throughput "
-		   "(GB/s, 10^9 bytes/s)</text>\n", T + ph / 2, T + ph / 2);
+	fprintf(
+	    f,
+	    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"black\"/>\n",
+	    L, T, pw, ph);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">IO size (bytes, log scale)</text>\n",
+		L + pw / 2, H - 25);
+	fprintf(
+	    f,
+	    "<text x=\"25\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 25 %.1f)\">Throughput "
+	    "(GB/s, 10^9 bytes/s)</text>\n",
+	    T + ph / 2, T + ph / 2);
 	/* One line per thread count, in the order given. */
 	int ncol = 0;
 	for (int ti = 0; ti < o.nthreads; ti++) {
@@ -1323,19 +1386,26 @@ static int write_svg(const char *path, const struct result *res, int nres)
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
 		for (int i = 0; i < nres; i++)
 			if (res[i].threads == th && res[i].status == ST_OK) {
-				fprintf(f, "%s%.1f,%.1f", npts ? " " : "", XP(log2((double)res[i].io)), YP(gbps(&res[i])));
+				fprintf(f, "%s%.1f,%.1f", npts ? " " : "", XP(log2((double)res[i].io)),
+					YP(gbps(&res[i])));
 				npts++;
 			}
 		fprintf(f, "\"/>\n");
 		for (int i = 0; i < nres; i++)
 			if (res[i].threads == th && res[i].status == ST_OK)
-				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%d thread(s), %zu "
-					   "bytes: %.3f GB/s</title></circle>\n",
-					XP(log2((double)res[i].io)), YP(gbps(&res[i])), c, th, res[i].io, gbps(&res[i]));
+				fprintf(f,
+					"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%d "
+					"thread(s), %zu "
+					"bytes: %.3f GB/s</title></circle>\n",
+					XP(log2((double)res[i].io)), YP(gbps(&res[i])), c, th, res[i].io,
+					gbps(&res[i]));
 		double ly = T + 10 + ncol * 24;
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+			"stroke-width=\"3\"/>\n",
 			L + pw + 20, ly, L + pw + 50, ly, c);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%d thread%s</text>\n", L + pw + 58, ly + 4, th, th == 1 ? "" : "s");
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%d thread%s</text>\n", L + pw + 58, ly + 4, th,
+			th == 1 ? "" : "s");
 		ncol++;
 	}
 	fprintf(f, "</svg>\n");
@@ -1408,7 +1478,8 @@ static int prepare_file(const char *path, uint64_t need)
 		fprintf(stderr, "gdsio: writing %s: %s\n", path, strerror(p.err));
 		return -1;
 	}
-	printf("# created %s: %llu bytes with the pattern in %.2f s\n", path, (unsigned long long)need, now() - t0);
+	printf("# created %s: %llu bytes with the pattern in %.2f s\n", path, (unsigned long long)need,
+	       now() - t0);
 	return 0;
 }
 
@@ -1440,8 +1511,8 @@ static int measure_driver_open(int n)
 	}
 	double first = ms[0];
 	qsort(ms, (size_t)n, sizeof(double), cmp_double);
-	printf("DriverOpen: runs %d min %.3f ms median %.3f ms max %.3f ms first %.3f ms (CUDA context %s)\n", n, ms[0],
-	       ms[n / 2], ms[n - 1], first, have_cuda ? "current" : "not available");
+	printf("DriverOpen: runs %d min %.3f ms median %.3f ms max %.3f ms first %.3f ms (CUDA context %s)\n",
+	       n, ms[0], ms[n / 2], ms[n - 1], first, have_cuda ? "current" : "not available");
 	free(ms);
 	return EXIT_OK;
 }
@@ -1495,10 +1566,11 @@ static void print_banner(void)
 		printf("# CUDA driver not available (%s)\n", cuda_why);
 	}
 	printf("# %s %s, %s fd, memory %s, buffer %s, %s, data set %llu bytes%s from offset %llu%s%s\n",
-	       o.dir ? "dir" : "file", o.dir ? o.dir : o.file, o.odirect ? "O_DIRECT" : "buffered (no O_DIRECT)",
-	       mem_name[effective_mem()],
-	       !uses_cufile(o.xfer) ? "not used by cuFile" : o.skip_reg ? "not registered (-b)"
-									 : "registered with cuFileBufRegister",
+	       o.dir ? "dir" : "file", o.dir ? o.dir : o.file,
+	       o.odirect ? "O_DIRECT" : "buffered (no O_DIRECT)", mem_name[effective_mem()],
+	       !uses_cufile(o.xfer) ? "not used by cuFile"
+	       : o.skip_reg	    ? "not registered (-b)"
+				    : "registered with cuFileBufRegister",
 	       o.dir ? "one file and handle per thread" : "one fd and cuFile handle shared by all threads",
 	       (unsigned long long)o.size, o.dir ? " per thread" : "", (unsigned long long)o.offset,
 	       o.verify ? ", verify every byte (-V; timings include verification)" : "",
@@ -1510,54 +1582,53 @@ static void print_banner(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"gdsio - cuFile I/O benchmark (opencufile); measures whatever libcufile.so.0 it loads\n"
-		"\n"
-		"usage: gdsio -f FILE | -D DIR  [options]\n"
-		"       gdsio -L N              time cuFileDriverOpen (open+close N times)\n"
-		"\n"
-		"  -f FILE   one file shared by all threads (one fd, one cuFile handle), each\n"
-		"            thread a disjoint region of -s/threads bytes\n"
-		"  -D DIR    one file per thread: DIR/gdsio.<thread>.dat, -s bytes each\n"
-		"  -d GPU    GPU index (default 0)\n"
-		"  -m TYPE   memory: 0 cuMemAlloc (default), 1 VMM cuMemCreate+cuMemMap,\n"
-		"            2 pinned cuMemHostAlloc, 3 malloc, 4 mmap\n"
-		"  -w N[,N]  threads (a list runs each; default 1)\n"
-		"  -s SIZE   data set size (K/M/G/T suffixes, binary); default: the file's size\n"
-		"  -o OFF    start offset in the file (default 0)\n"
-		"  -i SIZE   IO size (default 1M); MIN:MAX runs powers of two, MIN:MAX:STEP steps\n"
-		"  -x TYPE   transfer: 0 GPU_DIRECT cuFileRead/Write (default), 1 CPU_ONLY pread/\n"
-		"            pwrite into host memory, 2 CPU_GPU pread into pinned memory then\n"
-		"            cuMemcpyHtoD (no cuFile), 3 cuFileReadAsync/WriteAsync, -B ops per\n"
-		"            stream then cuStreamSynchronize, 4 the same on a stream registered\n"
-		"            with cuFileStreamRegister, 5 cuFileBatchIO with -B entries per batch\n"
-		"  -B N      operations per async group or batch (default 8)\n"
-		"  -t SECS   give up on a batch after SECS without all completions (default 10)\n"
-		"  -I TYPE   0 read (default), 1 write, 2 random read, 3 random write\n"
-		"  -T SECS   run for SECS seconds (default: one pass over the data set)\n"
-		"  -k SEED   random seed (default 1)\n"
-		"  -U        unaligned random offsets (not 4 KiB multiples)\n"
-		"  -O        open with O_DIRECT (default; NVIDIA's gdsio always does)\n"
-		"  -N        open without O_DIRECT (buffered, page cache)\n"
-		"  -b        do not register buffers with cuFileBufRegister (default: register)\n"
-		"  -V        verify every byte: reads are checked against the file pattern,\n"
-		"            writes write the pattern and are read back and checked\n"
-		"  -S        sweep: -i MIN:MAX (powers of two) x -w list; use with -C/-G\n"
-		"  -C FILE   write results as CSV\n"
-		"  -G FILE   write an SVG chart (GB/s vs IO size, one line per thread count)\n"
-		"  -Z        only create/extend the test file(s) with the pattern, then exit\n"
-		"  -L N      measure cuFileDriverOpen N times (min/median)\n"
-		"  -h        this help\n"
-		"\n"
-		"Files missing or shorter than needed are written with the pattern\n"
-		"byte(i) = (uint8_t)(((i * 2654435761u) >> 13) ^ (i >> 20)) before timing.\n"
-		"Writes without -V overwrite with the pattern of each thread's first offsets:\n"
-		"the file then no longer holds the pattern; run writes on a separate file.\n"
-		"Result: NVIDIA's line, then 'Extra:' with GB/s (10^9), p50/p99 latency and\n"
-		"CPU seconds (user+sys, whole process) per GB moved.  Async latency is the\n"
-		"time from enqueueing a group to its stream synchronisation.\n"
-		"Exit status: 0 ok, 1 I/O or verification failure, 2 usage, 3 not supported\n"
-		"by the library (async/batch).  OPENCUFILE_LIBCUDA overrides libcuda.so.1.\n");
+	fprintf(f, "gdsio - cuFile I/O benchmark (opencufile); measures whatever libcufile.so.0 it loads\n"
+		   "\n"
+		   "usage: gdsio -f FILE | -D DIR  [options]\n"
+		   "       gdsio -L N              time cuFileDriverOpen (open+close N times)\n"
+		   "\n"
+		   "  -f FILE   one file shared by all threads (one fd, one cuFile handle), each\n"
+		   "            thread a disjoint region of -s/threads bytes\n"
+		   "  -D DIR    one file per thread: DIR/gdsio.<thread>.dat, -s bytes each\n"
+		   "  -d GPU    GPU index (default 0)\n"
+		   "  -m TYPE   memory: 0 cuMemAlloc (default), 1 VMM cuMemCreate+cuMemMap,\n"
+		   "            2 pinned cuMemHostAlloc, 3 malloc, 4 mmap\n"
+		   "  -w N[,N]  threads (a list runs each; default 1)\n"
+		   "  -s SIZE   data set size (K/M/G/T suffixes, binary); default: the file's size\n"
+		   "  -o OFF    start offset in the file (default 0)\n"
+		   "  -i SIZE   IO size (default 1M); MIN:MAX runs powers of two, MIN:MAX:STEP steps\n"
+		   "  -x TYPE   transfer: 0 GPU_DIRECT cuFileRead/Write (default), 1 CPU_ONLY pread/\n"
+		   "            pwrite into host memory, 2 CPU_GPU pread into pinned memory then\n"
+		   "            cuMemcpyHtoD (no cuFile), 3 cuFileReadAsync/WriteAsync, -B ops per\n"
+		   "            stream then cuStreamSynchronize, 4 the same on a stream registered\n"
+		   "            with cuFileStreamRegister, 5 cuFileBatchIO with -B entries per batch\n"
+		   "  -B N      operations per async group or batch (default 8)\n"
+		   "  -t SECS   give up on a batch after SECS without all completions (default 10)\n"
+		   "  -I TYPE   0 read (default), 1 write, 2 random read, 3 random write\n"
+		   "  -T SECS   run for SECS seconds (default: one pass over the data set)\n"
+		   "  -k SEED   random seed (default 1)\n"
+		   "  -U        unaligned random offsets (not 4 KiB multiples)\n"
+		   "  -O        open with O_DIRECT (default; NVIDIA's gdsio always does)\n"
+		   "  -N        open without O_DIRECT (buffered, page cache)\n"
+		   "  -b        do not register buffers with cuFileBufRegister (default: register)\n"
+		   "  -V        verify every byte: reads are checked against the file pattern,\n"
+		   "            writes write the pattern and are read back and checked\n"
+		   "  -S        sweep: -i MIN:MAX (powers of two) x -w list; use with -C/-G\n"
+		   "  -C FILE   write results as CSV\n"
+		   "  -G FILE   write an SVG chart (GB/s vs IO size, one line per thread count)\n"
+		   "  -Z        only create/extend the test file(s) with the pattern, then exit\n"
+		   "  -L N      measure cuFileDriverOpen N times (min/median)\n"
+		   "  -h        this help\n"
+		   "\n"
+		   "Files missing or shorter than needed are written with the pattern\n"
+		   "byte(i) = (uint8_t)(((i * 2654435761u) >> 13) ^ (i >> 20)) before timing.\n"
+		   "Writes without -V overwrite with the pattern of each thread's first offsets:\n"
+		   "the file then no longer holds the pattern; run writes on a separate file.\n"
+		   "Result: NVIDIA's line, then 'Extra:' with GB/s (10^9), p50/p99 latency and\n"
+		   "CPU seconds (user+sys, whole process) per GB moved.  Async latency is the\n"
+		   "time from enqueueing a group to its stream synchronisation.\n"
+		   "Exit status: 0 ok, 1 I/O or verification failure, 2 usage, 3 not supported\n"
+		   "by the library (async/batch).  OPENCUFILE_LIBCUDA overrides libcuda.so.1.\n");
 }
 
 int main(int argc, char **argv)
@@ -1567,15 +1638,23 @@ int main(int argc, char **argv)
 	o.threads[0] = 1, o.nthreads = 1;
 	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:t:I:T:k:UONbVSC:G:ZL:h")) != -1) {
 		switch (opt) {
-		case 'f': o.file = optarg; break;
-		case 'D': o.dir = optarg; break;
-		case 'd': o.gpu = atoi(optarg); break;
+		case 'f':
+			o.file = optarg;
+			break;
+		case 'D':
+			o.dir = optarg;
+			break;
+		case 'd':
+			o.gpu = atoi(optarg);
+			break;
 		case 'm':
 			o.mem = atoi(optarg);
 			if (o.mem < 0 || o.mem > 4)
 				die_usage("-m must be 0..4");
 			break;
-		case 'w': parse_thread_list(optarg); break;
+		case 'w':
+			parse_thread_list(optarg);
+			break;
 		case 's':
 			if (parse_size(optarg, &o.size) || !o.size)
 				die_usage("bad size '%s'", optarg);
@@ -1584,7 +1663,9 @@ int main(int argc, char **argv)
 			if (parse_size(optarg, &o.offset))
 				die_usage("bad offset '%s'", optarg);
 			break;
-		case 'i': parse_io_list(optarg); break;
+		case 'i':
+			parse_io_list(optarg);
+			break;
 		case 'x':
 			o.xfer = atoi(optarg);
 			if (o.xfer < 0 || o.xfer > 5)
@@ -1595,30 +1676,58 @@ int main(int argc, char **argv)
 			if (o.depth < 1 || o.depth > 65536)
 				die_usage("-B must be 1..65536");
 			break;
-		case 't': o.batch_timeout = atof(optarg); break;
+		case 't':
+			o.batch_timeout = atof(optarg);
+			break;
 		case 'I':
 			o.iotype = atoi(optarg);
 			if (o.iotype < 0 || o.iotype > 3)
 				die_usage("-I must be 0..3");
 			break;
-		case 'T': o.duration = atof(optarg); break;
-		case 'k': o.seed = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 'U': o.unaligned = 1; break;
-		case 'O': o.odirect = 1; break;
-		case 'N': o.odirect = 0; break;
-		case 'b': o.skip_reg = 1; break;
-		case 'V': o.verify = 1; break;
-		case 'S': o.sweep = 1; break;
-		case 'C': o.csv = optarg; break;
-		case 'G': o.svg = optarg; break;
-		case 'Z': o.prepare_only = 1; break;
+		case 'T':
+			o.duration = atof(optarg);
+			break;
+		case 'k':
+			o.seed = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'U':
+			o.unaligned = 1;
+			break;
+		case 'O':
+			o.odirect = 1;
+			break;
+		case 'N':
+			o.odirect = 0;
+			break;
+		case 'b':
+			o.skip_reg = 1;
+			break;
+		case 'V':
+			o.verify = 1;
+			break;
+		case 'S':
+			o.sweep = 1;
+			break;
+		case 'C':
+			o.csv = optarg;
+			break;
+		case 'G':
+			o.svg = optarg;
+			break;
+		case 'Z':
+			o.prepare_only = 1;
+			break;
 		case 'L':
 			o.driver_open_runs = atoi(optarg);
 			if (o.driver_open_runs < 1)
 				die_usage("-L needs a count >= 1");
 			break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -1632,7 +1741,8 @@ int main(int argc, char **argv)
 		CUcontext ctx;
 		CUresult r = cuda_dl_bind(&cu, o.gpu, &ctx);
 		if (r) {
-			snprintf(cuda_why, sizeof(cuda_why), "GPU %d: %s (%d)", o.gpu, cuda_dl_errstr(&cu, r), (int)r);
+			snprintf(cuda_why, sizeof(cuda_why), "GPU %d: %s (%d)", o.gpu, cuda_dl_errstr(&cu, r),
+				 (int)r);
 			have_cuda = 0;
 		}
 	}
@@ -1646,7 +1756,8 @@ int main(int argc, char **argv)
 	if (o.xfer == X_CPU_GPU && o.mem != M_DEVICE && o.mem != M_VMM)
 		die_usage("-x 2 (CPU_GPU) needs device memory (-m 0 or 1)");
 	if (o.unaligned && o.odirect && !uses_cufile(o.xfer))
-		fprintf(stderr, "gdsio: warning: -U with O_DIRECT and pread/pwrite will fail with EINVAL (use -N)\n");
+		fprintf(stderr,
+			"gdsio: warning: -U with O_DIRECT and pread/pwrite will fail with EINVAL (use -N)\n");
 	if (!o.size) {
 		struct stat st;
 		if (o.file && stat(o.file, &st) == 0 && (uint64_t)st.st_size > o.offset)
@@ -1696,7 +1807,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gdsio: %s: %s\n", o.csv, strerror(errno));
 			return EXIT_FAIL;
 		}
-		fprintf(csv, "io_type,xfer_type,memory,threads,io_size,bytes,seconds,gib_per_s,gb_per_s,avg_lat_us,p50_us,"
+		fprintf(csv, "io_type,xfer_type,memory,threads,io_size,bytes,seconds,gib_per_s,gb_per_s,avg_"
+			     "lat_us,p50_us,"
 			     "p99_us,ops,cpu_s_per_gb,status\n");
 	}
 	int nres = o.nios * o.nthreads;

@@ -24,7 +24,10 @@
 static uint8_t pattern_table[PATTERN_PERIOD];
 static pthread_once_t pattern_once = PTHREAD_ONCE_INIT;
 
-static inline uint8_t pattern_byte(uint64_t i) { return (uint8_t)(((i * 2654435761u) >> 13) ^ (i >> 20)); }
+static inline uint8_t pattern_byte(uint64_t i)
+{
+	return (uint8_t)(((i * 2654435761u) >> 13) ^ (i >> 20));
+}
 
 static void pattern_build(void)
 {
@@ -32,7 +35,10 @@ static void pattern_build(void)
 		pattern_table[j] = (uint8_t)(((uint32_t)j * 2654435761u) >> 13);
 }
 
-static inline void pattern_init(void) { pthread_once(&pattern_once, pattern_build); }
+static inline void pattern_init(void)
+{
+	pthread_once(&pattern_once, pattern_build);
+}
 
 /* Length of the run starting at file offset `pos` that stays inside one
  * aligned MiB (so one XOR constant and one contiguous table slice apply). */

@@ -1057,6 +1057,20 @@ FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice de
 	return CUDA_SUCCESS;
 }
 
+FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+	ENTER();
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!dev_valid(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&g_mu);
+	*active = g_primary[dev].refs > 0;
+	pthread_mutex_unlock(&g_mu);
+	*flags = 0;
+	return CUDA_SUCCESS;
+}
+
 FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	ENTER();
@@ -2073,6 +2087,26 @@ FC_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 	struct fc_alloc *a = tab_find((uintptr_t)p);
 	if (p && a && a->kind == FK_REGISTERED && a->start == (uintptr_t)p) {
 		alloc_destroy_locked(a);
+		r = CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&g_mu);
+	return r;
+}
+
+/* Unified addressing: the device address of pinned or registered host
+ * memory is its host address.  Flags must be 0, as the real driver says. */
+FC_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	ENTER();
+	NEED_CTX(c);
+	(void)c;
+	if (!pdptr || !p || Flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_mu);
+	struct fc_alloc *a = tab_find((uintptr_t)p);
+	if (a && (a->kind == FK_PINNED || a->kind == FK_REGISTERED)) {
+		*pdptr = (CUdeviceptr)(uintptr_t)p;
 		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&g_mu);

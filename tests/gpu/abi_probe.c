@@ -169,7 +169,6 @@ static void probe_facts(void)
 	OFF(CUfileDescr_t, handle.fd);
 	OFF(CUfileDescr_t, handle.handle);
 	OFF(CUfileDescr_t, fs_ops);
-	SZ(CUfileFileHandleType);
 	SZ(enum CUfileFileHandleType);
 	ENUMT(enum CUfileFileHandleType);
 

@@ -15,32 +15,7 @@ import os
 import sys
 import traceback
 
-results = []
-
-
-def report(name, ok, detail=""):
-    results.append((name, ok))
-    print(f"{'PASS' if ok else 'FAIL'} {name}{(': ' + detail) if detail else ''}", flush=True)
-
-
-def mapped_libcufile():
-    paths = set()
-    with open("/proc/self/maps") as f:
-        for line in f:
-            i = line.find("/")
-            if i >= 0 and "libcufile" in line[i:]:
-                paths.add(os.path.realpath(line[i:].strip()))
-    return sorted(paths)
-
-
-def check_maps(stage, expect):
-    libs = mapped_libcufile()
-    print(f"libcufile mapped ({stage}): {libs if libs else 'none'}", flush=True)
-    if expect:
-        exp = os.path.realpath(expect)
-        others = [p for p in libs if p != exp]
-        report(f"maps_{stage}", exp in libs and not others,
-               f"ours={'yes' if exp in libs else 'NO'} others={others if others else 'none'}")
+from clientcheck import check_maps, report, results  # noqa: E402
 
 
 class _DescrUnion(ctypes.Union):

@@ -130,7 +130,11 @@ static const char *E(CUfileError_t e)
 static const char *errno_name(int e)
 {
 	const char *n = strerrorname_np(e);
-	return n ? n : "E?";
+	if (n)
+		return n;
+	char *b = ring();
+	snprintf(b, 256, "E%d", e); /* not an errno value: show the number */
+	return b;
 }
 
 /* ssize_t result of cuFileRead/cuFileWrite; errno only where it means something. */
@@ -205,7 +209,7 @@ static CUfileError_t reg_fd_type(int fd, int type, CUfileHandle_t *fh)
 {
 	CUfileDescr_t d;
 	memset(&d, 0, sizeof(d));
-	d.type = (CUfileFileHandleType)type;
+	d.type = (enum CUfileFileHandleType)type;
 	d.handle.fd = fd;
 	d.fs_ops = NULL;
 	*fh = NULL;

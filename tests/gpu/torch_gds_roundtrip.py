@@ -2,7 +2,7 @@
 """Round trips through torch.cuda.gds with opencufile in place of NVIDIA's libcufile.
 
 Run with LD_PRELOAD=/abs/path/to/our/libcufile.so.0 (scripts/gpu-check.sh does).
-Checks /proc/self/maps: fails if NVIDIA's libcufile is mapped or ours is not.
+Checks that ours is mapped and that every cuFile symbol binds to it.
 
 Usage: python3 tests/gpu/torch_gds_roundtrip.py [--dir DIR] [--expect-lib PATH] [--big-mib N]
 Prints one PASS/FAIL line per check; exits non-zero if any check failed.
@@ -12,41 +12,7 @@ import os
 import sys
 import traceback
 
-results = []
-
-
-def report(name, ok, detail=""):
-    results.append((name, ok))
-    print(f"{'PASS' if ok else 'FAIL'} {name}{(': ' + detail) if detail else ''}", flush=True)
-
-
-def mapped_libcufile():
-    paths = set()
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                i = line.find("/")
-                if i >= 0 and "libcufile" in line[i:]:
-                    paths.add(os.path.realpath(line[i:].strip()))
-    except OSError as e:
-        print(f"cannot read /proc/self/maps: {e}")
-    return sorted(paths)
-
-
-def check_maps(stage, expect):
-    libs = mapped_libcufile()
-    print(f"libcufile mapped ({stage}): {libs if libs else 'none'}", flush=True)
-    if expect:
-        exp = os.path.realpath(expect)
-        others = [p for p in libs if p != exp]
-        ok = exp in libs and not others
-        report(f"maps_{stage}", ok,
-               f"ours={'yes' if exp in libs else 'NO'} others={others if others else 'none'}")
-    else:
-        nv = [p for p in libs if "opencufile" not in p and "build" not in p]
-        report(f"maps_{stage}", bool(libs), f"(no --expect-lib given) {libs}")
-        if nv:
-            print(f"note: these look like NVIDIA's copy: {nv}")
+from clientcheck import check_maps, report, results  # noqa: E402
 
 
 def main():
