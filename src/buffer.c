@@ -300,26 +300,29 @@ int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
 	if (p < b || p + size < p)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 
-	struct reg found;
-	bool have = false;
-	pthread_rwlock_rdlock(&reg_lock);
-	ssize_t i = find_covering(b);
-	if (i >= 0) {
-		found = regs[i];
-		have = true;
-	}
-	pthread_rwlock_unlock(&reg_lock);
-
-	if (have) {
+	/* Twice at most: a stale registration is renewed (or dropped) and then
+	 * looked up again, so the renewed one governs this very I/O too. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct reg found;
+		bool have = false;
+		pthread_rwlock_rdlock(&reg_lock);
+		ssize_t i = find_covering(b);
+		if (i >= 0) {
+			found = regs[i];
+			have = true;
+		}
+		pthread_rwlock_unlock(&reg_lock);
+		if (!have)
+			break;
 		if (!reg_is_live(&found)) {
 			refresh_stale(&found);
-		} else {
-			if (p + size > found.base + found.len)
-				return OCF_ERR(CU_FILE_INVALID_VALUE);
-			int r = fill_target(&found.mi, p, t);
-			t->registered = true;
-			return r;
+			continue;
 		}
+		if (p + size > found.base + found.len)
+			return OCF_ERR(CU_FILE_INVALID_VALUE);
+		int r = fill_target(&found.mi, p, t);
+		t->registered = true;
+		return r;
 	}
 
 	struct meminfo mi;

@@ -60,6 +60,7 @@
 	X(EventCreate, "cuEventCreate", CUresult, (CUevent *, unsigned int))                   \
 	X(EventRecord, "cuEventRecord", CUresult, (CUevent, CUstream))                         \
 	X(EventSynchronize, "cuEventSynchronize", CUresult, (CUevent))                         \
+	X(EventQuery, "cuEventQuery", CUresult, (CUevent))                                     \
 	X(EventDestroy, "cuEventDestroy_v2", CUresult, (CUevent))                             \
 	/* Stream I/O (stream.c): a host function hands the operation to the \
 	 * executor; the stream then waits on a flag in mapped pinned memory. */ \
