@@ -36,6 +36,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "engine.h"
 #include "internal.h"
 #include "log.h"
 
@@ -51,6 +52,10 @@ static bool stopping;
 static void *executor_main(void *arg)
 {
 	(void)arg;
+	/* A stream operation's application stream is blocked (wait value)
+	 * until this thread finishes the I/O: synchronous legacy-stream
+	 * copies could queue behind it. */
+	engine_thread_no_sync_copies(true);
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
 		while (!head && !stopping)

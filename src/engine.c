@@ -107,6 +107,15 @@ static size_t small_sync_bytes(void)
 }
 static bool running, shutting_down;
 
+/* Set on the asynchronous executor's threads (async.c): a synchronous
+ * cuMemcpyHtoD/DtoH (legacy default stream) issued there can queue behind
+ * an application stream that is blocked in cuStreamWaitValue32 until this
+ * very I/O completes (seen on an H200: a deadlock), so those threads
+ * always copy on their lane's stream and wait for its event. */
+static __thread bool no_sync_copies;
+
+void engine_thread_no_sync_copies(bool on) { no_sync_copies = on; }
+
 static bool run_request(struct request *rq, struct ocf_lane *lane);
 
 /* Returns a lane after use; one whose stream could not be drained is
@@ -555,7 +564,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	rq.chunk = pick_chunk(io, max_chunk, helpers);
 	rq.skew0 = io->h->odirect ? (size_t)io->off % io->h->align : 0;
 	rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
-	rq.small = rq.nchunks == 1 && io->len <= small_sync_bytes();
+	rq.small = rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
 	atomic_init(&rq.next, 0);
 	atomic_init(&rq.stop, rq.nchunks);
 	rq.err_idx = rq.short_idx = rq.nchunks;

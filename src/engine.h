@@ -34,6 +34,10 @@ struct ocf_engine_ops {
 /* Threads that may work on requests at once: workers plus one caller. */
 int engine_participants(void);
 
+/* On the calling thread, never copy with the synchronous (legacy default
+ * stream) calls; the asynchronous executor's threads need this. */
+void engine_thread_no_sync_copies(bool on);
+
 /* The engine in use. */
 extern const struct ocf_engine_ops *ocf_engine;
 extern const struct ocf_engine_ops ocf_engine_parallel;
