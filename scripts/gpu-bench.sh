@@ -390,7 +390,7 @@ print_table() {
 	{
 		echo
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-		echo "## gpu-bench $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none), ${gpu:-no GPU (dry run?)}, $(nproc) CPUs"
+		echo "## gpu-bench $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${GPU_BENCH_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)}, ${gpu:-no GPU (dry run?)}, $(nproc) CPUs"
 		echo
 		echo "Data set $SIZE (cold reads $COLD), $REPS timed repetitions after one verified (-V) repetition, median (min-max);"
 		echo "ratio = ours/NVIDIA for GB/s, NVIDIA/ours for times (> 1: ours better). 'met' judges ours against the target."
