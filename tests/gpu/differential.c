@@ -958,6 +958,46 @@ static void rw_teardown(struct rw *s)
 		cuMemFree(s->p);
 }
 
+/* Statistics: levels, start/stop/reset, the counters after two device reads
+ * and one failed read, and getters above the level. */
+CASE(stats_counters)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (!s.ok) {
+		rw_teardown(&s);
+		return;
+	}
+	CUfileError_t set1 = cuFileSetStatsLevel(1);
+	CUfileError_t start = cuFileStatsStart();
+	CUfileError_t reset = cuFileStatsReset();
+	ssize_t r1 = cuFileRead(s.fh, (void *)s.p, 65536, 0, 0);
+	ssize_t r2 = cuFileRead(s.fh, (void *)s.p, 4096, 4096, 0);
+	ssize_t r3 = cuFileRead(s.fh, (void *)s.p, 4096, -1, 0);
+	(void)r3;
+	CUfileStatsLevel1_t l1;
+	memset(&l1, 0, sizeof(l1));
+	CUfileError_t g1 = cuFileGetStatsL1(&l1);
+	out(name, "set1=%s start=%s reset=%s reads=%zd,%zd", E(set1), E(start), E(reset), r1, r2);
+	sub(name, "l1", "%s read_ok=%llu read_err=%llu read_bytes=%llu", E(g1),
+	    (unsigned long long)l1.read_ops.ok, (unsigned long long)l1.read_ops.err,
+	    (unsigned long long)l1.read_bytes);
+	CUfileStatsLevel2_t l2;
+	sub(name, "l2_at_level1", "%s", E(cuFileGetStatsL2(&l2)));
+	CUfileStatsLevel3_t *l3 = calloc(1, sizeof(*l3));
+	CUfileError_t set3 = cuFileSetStatsLevel(3);
+	ssize_t r4 = cuFileRead(s.fh, (void *)s.p, 65536, 0, 0);
+	CUfileError_t g3 = l3 ? cuFileGetStatsL3(l3) : (CUfileError_t){CU_FILE_NOMEM_ERROR, CUDA_SUCCESS};
+	sub(name, "l3", "set3=%s read=%zd get=%s num_gpus=%u gpu0_read_bytes_nonzero=%d", E(set3), r4, E(g3),
+	    l3 ? l3->num_gpus : 0u, l3 ? l3->per_gpu_stats[0].read_bytes > 0 : -1);
+	int lvl = -1;
+	CUfileError_t gl = cuFileGetStatsLevel(&lvl);
+	sub(name, "stop", "%s level=%s/%d", E(cuFileStatsStop()), E(gl), lvl);
+	sub(name, "null", "l1=%s", E(cuFileGetStatsL1(NULL)));
+	cuFileSetStatsLevel(0);
+	free(l3);
+	rw_teardown(&s);
+}
+
 /* Read and report ret + data check with buffer offset boff from base p+base_off. */
 static void rw_read_report(const char *name, struct rw *s, size_t base_off, size_t size,
 			   off_t foff, off_t boff)
@@ -1427,6 +1467,7 @@ static const struct tcase {
 	C(params_open, NEEDS_OPEN)
 	C(set_param_while_open, NEEDS_OPEN)
 	C(stats_level, NEEDS_OPEN)
+	C(stats_counters, NEEDS_OPEN)
 	C(reg_null_fh, NEEDS_OPEN)
 	C(reg_null_descr, NEEDS_OPEN)
 	C(reg_type0, NEEDS_OPEN)
