@@ -22,6 +22,7 @@ struct worker {
 	int ordinal;
 	int index;
 	CUcontext ctx;
+	const char *wpath; /* a file of this worker's own, for the write-back */
 	int failed;
 };
 
@@ -34,9 +35,7 @@ static void *run(void *arg)
 	uint8_t *host = malloc(BIG);
 	T_ASSERT(host != NULL);
 
-	/* A file of this worker's own, for the write-back. */
-	const char *wpath = t_new_file_path();
-	int wfd = t_open(wpath, O_RDWR);
+	int wfd = t_open(w->wpath, O_RDWR);
 	CUfileHandle_t wfh = t_register_fd(wfd);
 
 	for (int round = 0; round < ROUNDS && !w->failed; round++) {
@@ -96,8 +95,9 @@ int main(void)
 		CUcontext ctx;
 		T_CU(cuDeviceGet(&devs[g], g));
 		T_CU(cuDevicePrimaryCtxRetain(&ctx, devs[g]));
+		/* File names are made here: the test helpers are not thread-safe. */
 		for (int i = 0; i < THREADS_PER_GPU; i++, k++)
-			w[k] = (struct worker){.ordinal = g, .index = i, .ctx = ctx};
+			w[k] = (struct worker){.ordinal = g, .index = i, .ctx = ctx, .wpath = t_new_file_path()};
 	}
 	for (int i = 0; i < k; i++)
 		T_ASSERT(pthread_create(&tid[i], NULL, run, &w[i]) == 0);
