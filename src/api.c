@@ -185,9 +185,10 @@ ssize_t api_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offs
 		ret = write ? ocf_engine->write(&io) : ocf_engine->read(&io);
 	if (io.h)
 		handle_put(io.h);
+	/* Read before driver_exit: a close may free the GPU record after it. */
+	int gpu = io.t.device && io.t.gpu ? io.t.gpu->ordinal : -1;
 	driver_exit();
 	if (t0) {
-		int gpu = io.t.device && io.t.gpu ? io.t.gpu->ordinal : -1;
 		bool unaligned = (((uint64_t)file_offset | size | ((uintptr_t)base + (uintptr_t)buf_offset)) & 4095) != 0;
 		stats_io_done(write, size, ret, t0, gpu, unaligned);
 	}

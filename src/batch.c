@@ -343,7 +343,9 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 	/* Never wait for more than can complete: what was submitted and not
 	 * yet reported, and what fits in events. */
 	unsigned want = OCF_MIN(OCF_MIN(min_nr, room), b->used);
-	while (b->ndone < want && !b->dead) {
+	/* `want` is recomputed each pass: another GetStatus caller may have
+	 * taken events meanwhile, leaving fewer outstanding. */
+	while (b->ndone < want && !b->dead && (want = OCF_MIN(OCF_MIN(min_nr, room), b->used)) > b->ndone) {
 		if (!timeout)
 			pthread_cond_wait(&b->cv, &b->lock);
 		else if (pthread_cond_timedwait(&b->cv, &b->lock, &deadline) == ETIMEDOUT)
@@ -381,6 +383,16 @@ int batch_cancel(CUfileBatchHandle_t id)
 	return 0;
 }
 
+/* Caller holds b->lock.  Entries an executor thread may still be working
+ * on (taken from the FIFO, or running). */
+static bool busy_locked(const struct batch *b)
+{
+	for (unsigned i = 0; i < b->cap; i++)
+		if (b->e[i].state == E_QUEUED || b->e[i].state == E_RUNNING)
+			return true;
+	return false;
+}
+
 int batch_destroy(CUfileBatchHandle_t id)
 {
 	uint64_t key = (uint64_t)(uintptr_t)id;
@@ -399,6 +411,10 @@ int batch_destroy(CUfileBatchHandle_t id)
 	b->dead = true;
 	unsigned removed = cancel_locked(b);
 	pthread_cond_broadcast(&b->cv); /* GetStatus callers return */
+	/* The application may free its buffers once Destroy returns: wait for
+	 * entries already running (or taken by a thread) to finish. */
+	while (busy_locked(b))
+		pthread_cond_wait(&b->cv, &b->lock);
 	b->refs--;                      /* the table's reference */
 	pthread_mutex_unlock(&b->lock);
 	release_holds(removed);

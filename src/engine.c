@@ -61,6 +61,7 @@ struct request {
 	size_t skew0;   /* off % alignment: chunk 0 is that much shorter */
 	size_t nchunks;
 	bool small; /* one small chunk: copies are synchronous */
+	bool nonblocking; /* submitted by the executor: copy on non-blocking streams */
 	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
 	 * indices; the data each chunk touches is disjoint. */
 	atomic_size_t next;
@@ -116,7 +117,7 @@ static __thread bool no_sync_copies;
 
 void engine_thread_no_sync_copies(bool on) { no_sync_copies = on; }
 
-static bool run_request(struct request *rq, struct ocf_lane *lane);
+static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper);
 
 /* Returns a lane after use; one whose stream could not be drained is
  * destroyed rather than handed to the next request. */
@@ -150,9 +151,9 @@ static void *worker_main(void *arg)
 
 		struct ocf_lane *lane = NULL;
 		if (!rq->pool) {
-			run_request(rq, NULL);
+			run_request(rq, NULL, true);
 		} else if (pool_try_get(rq->pool, &lane) == 0) {
-			lane_release(lane, run_request(rq, lane));
+			lane_release(lane, run_request(rq, lane, true));
 		}
 
 		pthread_mutex_lock(&rq->lock);
@@ -332,6 +333,13 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 	}
 }
 
+/* The stream a participant copies on: the request decides, so that engine
+ * helpers serving an executor's request also avoid the legacy stream. */
+static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lane)
+{
+	return rq->nonblocking ? lane->nb_stream : lane->stream;
+}
+
 struct pending {
 	size_t idx;
 	int buf;
@@ -398,9 +406,9 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 			const char *src = b->buf + fio_stage_skew(io->h, off);
 			CUresult r;
 			if (io->t.use_stream && !rq->small) {
-				r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane->stream);
+				r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane_stream(rq, lane));
 				if (r == CUDA_SUCCESS)
-					r = ocf_cu.EventRecord(lane->ev[j], lane->stream);
+					r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
 				if (r == CUDA_SUCCESS)
 					pend[j] = (struct pending){.idx = idx, .buf = j, .busy = true};
 			} else {
@@ -460,9 +468,9 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUresult r;
 		if (io->t.use_stream && !rq->small) {
-			r = ocf_cu.MemcpyDtoHAsync(stage, io->t.dev + at, n, lane->stream);
+			r = ocf_cu.MemcpyDtoHAsync(stage, io->t.dev + at, n, lane_stream(rq, lane));
 			if (r == CUDA_SUCCESS)
-				r = ocf_cu.EventRecord(lane->ev[j], lane->stream);
+				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
 		} else {
 			r = ocf_cu.MemcpyDtoH(stage, io->t.dev + at, n);
 		}
@@ -492,7 +500,7 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 
 /* Runs the participant's share.  Returns false when the lane's stream may
  * still hold a copy (a failure left it undrained and draining failed). */
-static bool run_request(struct request *rq, struct ocf_lane *lane)
+static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 {
 	const struct ocf_io *io = rq->io;
 	if (!io->t.device) {
@@ -501,11 +509,14 @@ static bool run_request(struct request *rq, struct ocf_lane *lane)
 	}
 	CUresult r = ocf_cu.CtxPushCurrent(io->t.ctx);
 	if (r != CUDA_SUCCESS) {
-		/* Nothing claimed yet: let another participant do the work,
-		 * unless this one is alone (then the caller reports it). */
+		/* A helper leaves the work to the others; the caller, which
+		 * must see every chunk done, reports the failure. */
 		size_t idx;
-		if (claim(rq, &idx))
+		if (!helper && claim(rq, &idx))
 			record_error(rq, idx, cuda_fail("cuCtxPushCurrent", r));
+		else if (helper)
+			log_warn("engine helper: cuCtxPushCurrent failed (%s), leaving the work to others",
+				 cuda_error_name(r));
 		return true;
 	}
 	if (rq->write)
@@ -518,7 +529,7 @@ static bool run_request(struct request *rq, struct ocf_lane *lane)
 	 * call returns and the lane's buffers are idle when reused. */
 	bool clean = true;
 	if (atomic_load_explicit(&rq->stop, memory_order_relaxed) < rq->nchunks && io->t.use_stream) {
-		r = ocf_cu.StreamSynchronize(lane->stream);
+		r = ocf_cu.StreamSynchronize(lane_stream(rq, lane));
 		if (r != CUDA_SUCCESS) {
 			log_error("staging stream could not be drained (%s): lane discarded", cuda_error_name(r));
 			clean = false;
@@ -565,6 +576,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	rq.skew0 = io->h->odirect ? (size_t)io->off % io->h->align : 0;
 	rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
 	rq.small = rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
+	rq.nonblocking = no_sync_copies;
 	atomic_init(&rq.next, 0);
 	atomic_init(&rq.stop, rq.nchunks);
 	rq.err_idx = rq.short_idx = rq.nchunks;
@@ -587,7 +599,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	struct ocf_lane *lane = NULL;
 	int r = rq.pool ? pool_get(rq.pool, &lane) : 0;
 	if (r == 0) {
-		bool clean = run_request(&rq, lane);
+		bool clean = run_request(&rq, lane, false);
 		if (lane)
 			lane_release(lane, clean);
 	} else {

@@ -162,8 +162,11 @@ static void lane_free_buffers(struct ocf_lane *l)
 	for (int i = 0; i < l->depth; i++)
 		if (l->ev[i])
 			ocf_cu.EventDestroy(l->ev[i]);
-	if (l->stream) {
-		CUresult r = ocf_cu.StreamDestroy(l->stream);
+	CUstream streams[2] = {l->stream, l->nb_stream};
+	for (int i = 0; i < 2; i++) {
+		if (!streams[i])
+			continue;
+		CUresult r = ocf_cu.StreamDestroy(streams[i]);
 		if (r != CUDA_SUCCESS)
 			log_error("staging stream release failed: %s", cuda_error_name(r));
 	}
@@ -198,6 +201,17 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 		if (cr != CUDA_SUCCESS) {
 			log_error("stream creation failed: %s", cuda_error_name(cr));
 			l->stream = NULL;
+			r = OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+			goto fail;
+		}
+		/* And a non-blocking one, for I/O that an application stream is
+		 * waiting for (stream and batch operations run by the executor):
+		 * ordering with the legacy stream there could wait for work that
+		 * itself waits for this I/O. */
+		cr = ocf_cu.StreamCreate(&l->nb_stream, CU_STREAM_NON_BLOCKING);
+		if (cr != CUDA_SUCCESS) {
+			log_error("stream creation failed: %s", cuda_error_name(cr));
+			l->nb_stream = NULL;
 			r = OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 			goto fail;
 		}
@@ -259,6 +273,10 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			*out = l;
 			return 0;
 		}
+		/* After a failed creation, wait for a lane to come back, unless
+		 * none is left to come back: then try once more. */
+		if (create_failed && p->created == 0)
+			create_failed = false;
 		if (p->created < p->max && !create_failed) {
 			p->created++; /* reserve the place; create outside the lock */
 			pthread_mutex_unlock(&p->lock);

@@ -35,7 +35,8 @@ struct ocf_lane {
 	int depth;
 	struct ocf_slot bufs[OCF_LANE_DEPTH];
 	CUevent ev[OCF_LANE_DEPTH];
-	CUstream stream;
+	CUstream stream;    /* blocking: ordered with the legacy default stream */
+	CUstream nb_stream; /* non-blocking: for the asynchronous executor's I/O */
 };
 
 /* A block of staging memory that lanes are carved from: pinning one large

@@ -6,8 +6,8 @@
  * the level filter, so a process that never logs never creates a file.  It is
  * opened O_APPEND|O_NOFOLLOW with mode 0644 (never world-writable, never
  * through a symlink planted in its place).  Each line is formatted into a
- * stack buffer and written with one write(2), so lines from many threads do
- * not interleave.  The level is an atomic int read on every ocf_log() call.
+ * stack buffer and written with one write(2) under log_lock, so lines from
+ * many threads do not interleave and a close never races a write.  The level is an atomic int read on every ocf_log() call.
  */
 #define _GNU_SOURCE
 #include "log.h"
@@ -119,9 +119,9 @@ void log_close(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
-static int log_get_fd(void)
+/* Caller holds log_lock.  Opens the file at the first line. */
+static int log_fd_locked(void)
 {
-	pthread_mutex_lock(&log_lock);
 	if (log_fd < 0 && !log_open_failed) {
 		if (!log_path[0])
 			snprintf(log_path, sizeof(log_path), "cufile.log");
@@ -129,19 +129,12 @@ static int log_get_fd(void)
 		if (log_fd < 0)
 			log_open_failed = true; /* do not retry on every line */
 	}
-	int fd = log_fd;
-	pthread_mutex_unlock(&log_lock);
-	return fd;
+	return log_fd;
 }
 
 void log_write(int level, const char *file, int line, const char *fmt, ...)
 {
 	int saved_errno = errno;
-	int fd = log_get_fd();
-	if (fd < 0) {
-		errno = saved_errno;
-		return;
-	}
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	struct tm tm;
@@ -174,7 +167,15 @@ void log_write(int level, const char *file, int line, const char *fmt, ...)
 	if ((size_t)len > sizeof(buf) - 2)
 		len = (int)sizeof(buf) - 2;
 	buf[len++] = '\n';
-	ssize_t w = write(fd, buf, (size_t)len);
-	(void)w;
+	/* The write happens under the lock: a concurrent log_close() must not
+	 * close the descriptor (which the process could then reuse for a file
+	 * of its own) between looking it up and writing to it. */
+	pthread_mutex_lock(&log_lock);
+	int fd = log_fd_locked();
+	if (fd >= 0) {
+		ssize_t w = write(fd, buf, (size_t)len);
+		(void)w;
+	}
+	pthread_mutex_unlock(&log_lock);
 	errno = saved_errno;
 }
