@@ -570,7 +570,11 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	/* Requests up to execution.min_io_threshold_size_kb stay on the
 	 * calling thread, as do all when execution.parallel_io is off. */
 	int helpers = 0;
-	if (ocf_cfg.parallel_io && io->len > ocf_cfg.min_io_threshold_size_kb * 1024)
+	/* A userspace file system's callbacks run on the calling thread only:
+	 * they may keep thread-local state, and a callback that calls the API
+	 * again must nest on the thread that holds the driver gate. */
+	if (ocf_cfg.parallel_io && io->len > ocf_cfg.min_io_threshold_size_kb * 1024 &&
+	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		helpers = pool_start();
 	rq.chunk = pick_chunk(io, max_chunk, helpers);
 	rq.skew0 = io->h->odirect ? (size_t)io->off % io->h->align : 0;
