@@ -79,6 +79,13 @@ struct ocf_cuda {
 /* The loaded driver; valid (non-NULL members) only while cuda_available(). */
 extern struct ocf_cuda ocf_cu;
 
+/* Pops the context a matching cuCtxPushCurrent made current. */
+static inline void cuda_ctx_pop(void)
+{
+	CUcontext popped;
+	ocf_cu.CtxPopCurrent(&popped);
+}
+
 /* Loads the driver and runs cuInit once per process.  Returns 0 when a
  * driver with at least one GPU is usable, -ENODEV otherwise (the library
  * then runs host-memory only).  Thread-safe; the result is cached. */

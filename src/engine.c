@@ -535,8 +535,7 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 			clean = false;
 		}
 	}
-	CUcontext c;
-	ocf_cu.CtxPopCurrent(&c);
+	cuda_ctx_pop();
 	return clean;
 }
 

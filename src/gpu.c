@@ -171,8 +171,7 @@ static void lane_free_buffers(struct ocf_lane *l)
 			log_error("staging stream release failed: %s", cuda_error_name(r));
 	}
 	if (pushed) {
-		CUcontext dummy;
-		ocf_cu.CtxPopCurrent(&dummy);
+		cuda_ctx_pop();
 	}
 }
 
@@ -243,8 +242,7 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 		}
 	}
 	if (pushed) {
-		CUcontext dummy;
-		ocf_cu.CtxPopCurrent(&dummy);
+		cuda_ctx_pop();
 	}
 	*out = l;
 	return 0;
@@ -254,8 +252,7 @@ fail:
 	if (l->bufs[0].buf)
 		arena_uncarve(p, l->bufs[0].buf, OCF_LANE_DEPTH * buf_bytes(p));
 	if (pushed) {
-		CUcontext dummy;
-		ocf_cu.CtxPopCurrent(&dummy);
+		cuda_ctx_pop();
 	}
 	free(l);
 	return r;
@@ -346,8 +343,7 @@ static void pool_destroy(struct ocf_pool *p)
 		log_error("staging pool torn down with %d lane(s) still in use", p->created);
 	if (p->gpu && ocf_cu.CtxPushCurrent(p->gpu->primary) == CUDA_SUCCESS) {
 		arenas_free(p);
-		CUcontext dummy;
-		ocf_cu.CtxPopCurrent(&dummy);
+		cuda_ctx_pop();
 	} else {
 		arenas_free(p);
 	}
@@ -455,8 +451,7 @@ static void *prewarm_main(void *arg)
 			size_t want = (size_t)lanes * OCF_LANE_DEPTH * buf_bytes(&g->pool);
 			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
 				   false);
-			CUcontext dummy;
-			ocf_cu.CtxPopCurrent(&dummy);
+			cuda_ctx_pop();
 		}
 		while (n < lanes && pool_try_get(&g->pool, &got[n]) == 0)
 			n++;

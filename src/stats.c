@@ -204,25 +204,14 @@ void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int 
 		add(&(write ? b->s.whist : b->s.rhist)[hist_bucket(size)], 1);
 	if (level >= 3 && gpu >= 0 && gpu < OCF_STATS_MAX_GPUS) {
 		uint64_t *g = b->s.g[gpu];
-		if (write) {
-			add(&g[G_WRITES], 1);
-			add(&g[G_WRITE_NS], ns);
-			if (ok)
-				add(&g[G_WRITE_BYTES], (uint64_t)ret);
-			else
-				add(&g[G_WRITES_ERR], 1);
-			if (unaligned)
-				add(&g[G_WRITES_UNALIGNED], 1);
-		} else {
-			add(&g[G_READS], 1);
-			add(&g[G_READ_NS], ns);
-			if (ok)
-				add(&g[G_READ_BYTES], (uint64_t)ret);
-			else
-				add(&g[G_READS_ERR], 1);
-			if (unaligned)
-				add(&g[G_READS_UNALIGNED], 1);
-		}
+		add(&g[write ? G_WRITES : G_READS], 1);
+		add(&g[write ? G_WRITE_NS : G_READ_NS], ns);
+		if (ok)
+			add(&g[write ? G_WRITE_BYTES : G_READ_BYTES], (uint64_t)ret);
+		else
+			add(&g[write ? G_WRITES_ERR : G_READS_ERR], 1);
+		if (unaligned)
+			add(&g[write ? G_WRITES_UNALIGNED : G_READS_UNALIGNED], 1);
 	}
 	maybe_snapshot(now);
 }

@@ -147,8 +147,7 @@ static int flag_page_new(void)
 		if (cr != CUDA_SUCCESS)
 			ocf_cu.MemFreeHost(pg->mem);
 	}
-	CUcontext dummy;
-	ocf_cu.CtxPopCurrent(&dummy);
+	cuda_ctx_pop();
 	if (cr != CUDA_SUCCESS) {
 		log_error("flag page: %s", cuda_error_name(cr));
 		free(pg);
@@ -376,10 +375,9 @@ void stream_teardown(void)
 	pthread_mutex_unlock(&flag_lock);
 	while (pg) {
 		struct flag_page *next = pg->next;
-		CUcontext dummy;
 		if (ocf_cu.CtxPushCurrent(pg->ctx) == CUDA_SUCCESS) {
 			ocf_cu.MemFreeHost(pg->mem);
-			ocf_cu.CtxPopCurrent(&dummy);
+			cuda_ctx_pop();
 		}
 		free(pg);
 		pg = next;
