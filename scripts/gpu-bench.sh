@@ -45,6 +45,7 @@ T0=$SECONDS
 BUILD=${BUILD:-$ROOT/build-gpu}
 GDSIO=${GDSIO:-$BUILD/tools/gdsio}
 CEILINGS=${CEILINGS:-$BUILD/bench/ceilings}
+GDSCHECK=${GDSCHECK:-$BUILD/tools/gdscheck}
 OURLIB=${OPENCUFILE_LIB:-$BUILD/libcufile.so.0}
 NV_LIBDIR=${NV_LIBDIR:-/usr/local/cuda/targets/x86_64-linux/lib}
 OUT=${OUT:-$ROOT/gpu-out}
@@ -161,7 +162,7 @@ drop_caches() {
 # ------------------------------------------------------------- running
 CHILD=""
 CREATED=()
-declare -A V ST VF CEIL
+declare -A V ST VF CEIL PIN
 # V[id|lib|metric]="v1 v2 ..."  ST[id|lib]=first bad status  VF[id|lib]=verify result
 
 # run_gdsio ID LIB REP COLD TIMEOUT ARGS... : one gdsio process, recorded.
@@ -180,8 +181,9 @@ run_gdsio() {
 		timeout -k 3 "$tmo" env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 			CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
 	else
+		rm -f "$OUT/ours-stats.bin"
 		timeout -k 3 "$tmo" env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
-			"$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
+			OPENCUFILE_STATS_FILE="$OUT/ours-stats.bin" "$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
 	fi
 	CHILD=$!
 	wait "$CHILD"
@@ -189,6 +191,12 @@ run_gdsio() {
 	CHILD=""
 	UDEV_NOTE=""
 	[ "$lib" = nv ] && UDEV_NOTE="udev data written: ${UDEV_FILES[*]:-none}" && udev_off
+	# Ours writes its pinned staging memory (peak, bound) at driver close.
+	if [ "$lib" = ours ] && [ -x "$GDSCHECK" ] && [ -f "$OUT/ours-stats.bin" ]; then
+		local pin
+		pin=$("$GDSCHECK" -s "$OUT/ours-stats.bin" 2>/dev/null | awk '/pinned staging memory/ {print $8, $11}')
+		[ -n "$pin" ] && PIN[$id]="$pin"
+	fi
 	{
 		echo "### [t=$(elapsed)s] $id $lib rep=$rep rc=$rc: gdsio ${args[*]}${UDEV_NOTE:+ ($UDEV_NOTE)}"
 		cat "$RUNOUT"
@@ -420,6 +428,20 @@ print_table() {
 			fi
 			echo "| $label | $nvc | $oc | $ratio | $target | $met | $cpu |"
 		done
+		if ((${#PIN[@]})); then
+			echo
+			echo "Pinned staging memory of ours (gdscheck -s of the stats file written at driver close; last repetition):"
+			echo
+			echo "| workload | peak pinned (MiB) | bound (MiB) |"
+			echo "| --- | --- | --- |"
+			for row in "${ROWS[@]}"; do
+				IFS='|' read -r id metric label target checks lower <<<"$row"
+				[ -n "${PIN[$id]:-}" ] || continue
+				read -r a b <<<"${PIN[$id]}"
+				echo "| $id | $a | $b |"
+				PIN[$id]=""
+			done
+		fi
 		echo
 		echo "| ceiling | value |"
 		echo "| --- | --- |"

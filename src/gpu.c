@@ -25,6 +25,7 @@
 #include "cuda_loader.h"
 #include "internal.h"
 #include "log.h"
+#include "stats.h"
 
 #define OCF_MAX_GPUS 64
 
@@ -66,6 +67,8 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 	p->max = (int)OCF_MIN(budget / lane_bytes, 1024);
 	if (p->max < 2)
 		p->max = 2;
+	if (gpu)
+		stats_pinned_bound_add((int64_t)((size_t)p->max * lane_bytes));
 }
 
 size_t pool_chunk(const struct ocf_pool *p) { return p->chunk; }
@@ -85,6 +88,11 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 	if (!a || a->size - a->used < bytes) {
 		size_t lane = OCF_LANE_DEPTH * buf_bytes(p);
 		size_t size = OCF_MAX(bytes, lane * (a ? ARENA_LANES : FIRST_ARENA_LANES));
+		/* Never pin more than the pool's bound: the last arena holds
+		 * only the lanes still allowed. */
+		size_t bound = (size_t)p->max * lane;
+		size_t left = bound > p->arena_bytes ? bound - p->arena_bytes : 0;
+		size = OCF_MAX(bytes, OCF_MIN(size, left));
 		struct ocf_arena *n = calloc(1, sizeof(*n));
 		void *mem = NULL;
 		bool ok = n != NULL;
@@ -109,6 +117,9 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		}
 		n->base = mem;
 		n->size = size;
+		p->arena_bytes += size;
+		if (p->gpu)
+			stats_pinned_add((int64_t)size);
 		n->used = OCF_ALIGN_UP((uintptr_t)mem, OCF_MAX_ALIGN) - (uintptr_t)mem;
 		n->next = p->arenas;
 		p->arenas = n;
@@ -143,11 +154,13 @@ static void arenas_free(struct ocf_pool *p)
 			CUresult r = ocf_cu.MemFreeHost(a->base);
 			if (r != CUDA_SUCCESS)
 				log_error("staging memory release failed: %s", cuda_error_name(r));
+			stats_pinned_add(-(int64_t)a->size);
 		} else {
 			free(a->base);
 		}
 		free(a);
 	}
+	p->arena_bytes = 0;
 }
 
 /* Events and stream of a lane; its buffers belong to the pool's arenas. */
@@ -347,6 +360,8 @@ static void pool_destroy(struct ocf_pool *p)
 	} else {
 		arenas_free(p);
 	}
+	if (p->gpu)
+		stats_pinned_bound_add(-(int64_t)((size_t)p->max * OCF_LANE_DEPTH * buf_bytes(p)));
 	pthread_mutex_destroy(&p->arena_lock);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cv);

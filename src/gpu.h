@@ -48,8 +48,9 @@ struct ocf_arena {
 };
 
 struct ocf_pool {
-	pthread_mutex_t arena_lock; /* protects arenas (held while pinning) */
+	pthread_mutex_t arena_lock; /* protects arenas, arena_bytes (held while pinning) */
 	struct ocf_arena *arenas;
+	size_t arena_bytes; /* sum of the arenas' sizes */
 	pthread_mutex_t lock; /* protects free, created */
 	pthread_cond_t cv;    /* signalled when a lane is returned */
 	struct ocf_lane *free;

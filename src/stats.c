@@ -447,6 +447,39 @@ int stats_get(int level, CUfileStatsLevel3_t *out)
 	return snapshot(level, out, NULL);
 }
 
+/* Pinned staging memory.  Relaxed atomics: each is a counter read only for
+ * reporting; the peak is a CAS-maximum over the values `pinned` took. */
+static atomic_int_fast64_t pinned, pinned_bound;
+static atomic_uint_fast64_t pinned_peak, pinned_bound_peak;
+
+static void raise_to(atomic_uint_fast64_t *max, int64_t v)
+{
+	uint64_t cur = atomic_load_explicit(max, memory_order_relaxed);
+	while (v > 0 && (uint64_t)v > cur &&
+	       !atomic_compare_exchange_weak_explicit(max, &cur, (uint64_t)v, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+void stats_pinned_add(int64_t delta)
+{
+	raise_to(&pinned_peak, atomic_fetch_add_explicit(&pinned, delta, memory_order_relaxed) + delta);
+}
+
+void stats_pinned_bound_add(int64_t delta)
+{
+	raise_to(&pinned_bound_peak,
+		 atomic_fetch_add_explicit(&pinned_bound, delta, memory_order_relaxed) + delta);
+}
+
+void stats_pinned_get(uint64_t *now, uint64_t *peak, uint64_t *bound_peak)
+{
+	int64_t n = atomic_load_explicit(&pinned, memory_order_relaxed);
+	*now = n > 0 ? (uint64_t)n : 0;
+	*peak = atomic_load_explicit(&pinned_peak, memory_order_relaxed);
+	*bound_peak = atomic_load_explicit(&pinned_bound_peak, memory_order_relaxed);
+}
+
 int stats_write_snapshot(const char *path)
 {
 	int level = stats_get_level();
@@ -462,6 +495,7 @@ int stats_write_snapshot(const char *path)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	f->written_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	int r = level > 0 ? snapshot(level, &f->stats, &f->window_ns) : 0;
+	stats_pinned_get(&f->pinned_bytes, &f->pinned_peak_bytes, &f->pinned_bound_bytes);
 	char tmp[4200];
 	if (r == 0 && snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
 		r = -ENAMETOOLONG;
@@ -531,8 +565,9 @@ static void maybe_snapshot(uint64_t now)
 
 void stats_at_close(void)
 {
-	if (stats_get_level() > 0)
-		write_snapshot_file();
+	/* At every level: the pinned staging memory figures are kept even
+	 * with statistics off. */
+	write_snapshot_file();
 }
 
 __attribute__((destructor)) static void stats_fini(void)

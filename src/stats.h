@@ -51,11 +51,11 @@ void stats_reset(void);
 int stats_get(int level, CUfileStatsLevel3_t *out);
 
 /* The snapshot file: written when OPENCUFILE_STATS_FILE names a path
- * ("%p" in it becomes the process ID) and the level is > 0, at most once a
- * second from the I/O path and at every driver close; atomically replaced
+ * ("%p" in it becomes the process ID): at most once a second from the I/O
+ * path while the level is > 0, and at every driver close; atomically replaced
  * (write to a temporary file, rename).  `gdscheck -s FILE` prints it. */
 #define OCF_STATS_FILE_MAGIC "OCFSTAT"
-#define OCF_STATS_FILE_VERSION 1
+#define OCF_STATS_FILE_VERSION 2
 struct ocf_stats_file {
 	char magic[8]; /* OCF_STATS_FILE_MAGIC, NUL padded */
 	uint32_t version;
@@ -65,7 +65,20 @@ struct ocf_stats_file {
 	uint64_t written_unix_ns;
 	uint64_t window_ns; /* since the last start/reset */
 	CUfileStatsLevel3_t stats;
+	/* Pinned staging memory of the library (all GPUs), at any level and
+	 * over the life of the process: held now, the most held at once, and
+	 * the largest bound the configuration set (the sum of the bounds of
+	 * the GPU pools that existed at once). */
+	uint64_t pinned_bytes;
+	uint64_t pinned_peak_bytes;
+	uint64_t pinned_bound_bytes;
 };
 int stats_write_snapshot(const char *path);
+
+/* Pinned staging memory accounting (gpu.c): bytes pinned (+) or released
+ * (-), and the bound of a GPU pool when it is created (+) or freed (-). */
+void stats_pinned_add(int64_t delta);
+void stats_pinned_bound_add(int64_t delta);
+void stats_pinned_get(uint64_t *now, uint64_t *peak, uint64_t *bound_peak);
 
 #endif /* OCF_STATS_H_ */

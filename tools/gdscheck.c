@@ -376,6 +376,8 @@ static int print_stats_file(const char *path)
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
 	printf("opencufile statistics of pid %d, written %s, level %u, window %.3f s\n", f.pid, when, f.level,
 	       (double)f.window_ns / 1e9);
+	printf("  pinned staging memory  now %.1f MiB  peak %.1f MiB  bound %.1f MiB\n", f.pinned_bytes / 1048576.0,
+	       f.pinned_peak_bytes / 1048576.0, f.pinned_bound_bytes / 1048576.0);
 	if (f.level < 1)
 		return 0;
 	const CUfileStatsLevel1_t *s = &f.stats.detailed.basic;
