@@ -17,9 +17,14 @@
 #define _GNU_SOURCE
 #include "gpu.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "cuda_loader.h"
@@ -73,6 +78,78 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 
 size_t pool_chunk(const struct ocf_pool *p) { return p->chunk; }
 
+/* The NUMA node a GPU hangs off, from sysfs, where the machine has more
+ * than one node; -1 otherwise (or when sysfs does not say).
+ * OPENCUFILE_NUMA_NODE forces a node (tests and experiments). */
+static int gpu_numa_node(CUdevice dev)
+{
+	const char *forced = ocf_getenv("OPENCUFILE_NUMA_NODE");
+	if (forced && *forced)
+		return atoi(forced);
+	char online[64] = "", bus[32], path[96];
+	FILE *f = fopen("/sys/devices/system/node/online", "re");
+	if (f) {
+		if (!fgets(online, sizeof(online), f))
+			online[0] = '\0';
+		fclose(f);
+	}
+	if (!strpbrk(online, ",-")) /* "0": one node, nothing to choose */
+		return -1;
+	if (ocf_cu.DeviceGetPCIBusId(bus, (int)sizeof(bus), dev) != CUDA_SUCCESS)
+		return -1;
+	for (char *c = bus; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", bus);
+	int node = -1;
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%d", &node) != 1)
+			node = -1;
+		fclose(f);
+	}
+	return node;
+}
+
+/* Pins `size` bytes of staging memory for GPU g.  Where the GPU has a NUMA
+ * node, the pages are placed there (mmap, mbind MPOL_PREFERRED, then
+ * cuMemHostRegister faults them in under that policy) so that the CPU copy
+ * into staging and the GPU's DMA out of it stay on the GPU's side of the
+ * machine; otherwise, or when mbind is refused (seccomp), cuMemHostAlloc. */
+static int pin_arena(struct ocf_gpu *g, size_t size, void **mem, bool *registered)
+{
+	*registered = false;
+	if (g->numa_node >= 0 && g->numa_node < 64) {
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			unsigned long mask = 1ul << g->numa_node;
+			if (syscall(SYS_mbind, m, size, 1 /* MPOL_PREFERRED */, &mask, 64, 0) == 0 &&
+			    ocf_cu.MemHostRegister(m, size, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS) {
+				*mem = m;
+				*registered = true;
+				return 0;
+			}
+			log_debug("GPU %d: NUMA placement on node %d refused (%s); pinning anywhere", g->ordinal,
+				  g->numa_node, strerror(errno));
+			munmap(m, size);
+		}
+	}
+	CUresult r = ocf_cu.MemHostAlloc(mem, size, CU_MEMHOSTALLOC_PORTABLE);
+	if (r != CUDA_SUCCESS) {
+		log_error("pinned staging allocation of %zu bytes failed: %s", size, cuda_error_name(r));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void unpin_arena(struct ocf_arena *a)
+{
+	CUresult r = a->registered ? ocf_cu.MemHostUnregister(a->base) : ocf_cu.MemFreeHost(a->base);
+	if (r != CUDA_SUCCESS)
+		log_error("staging memory release failed: %s", cuda_error_name(r));
+	if (a->registered)
+		munmap(a->base, a->size);
+}
+
 /* Lanes per arena: the first arena of a pool is small (an application
  * doing only small I/O pins little), later ones hold many lanes. */
 #define FIRST_ARENA_LANES 2
@@ -95,18 +172,14 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		size = OCF_MAX(bytes, OCF_MIN(size, left));
 		struct ocf_arena *n = calloc(1, sizeof(*n));
 		void *mem = NULL;
+		bool registered = false;
 		bool ok = n != NULL;
 		if (ok && p->gpu) {
 			/* Pinned memory from the driver is page aligned;
 			 * OCF_MAX_ALIGN alignment is asked of what is carved,
 			 * so align the start ourselves. */
 			size += OCF_MAX_ALIGN;
-			CUresult r = ocf_cu.MemHostAlloc(&mem, size, CU_MEMHOSTALLOC_PORTABLE);
-			if (r != CUDA_SUCCESS) {
-				log_error("pinned staging allocation of %zu bytes failed: %s", size,
-					  cuda_error_name(r));
-				ok = false;
-			}
+			ok = pin_arena(p->gpu, size, &mem, &registered) == 0;
 		} else if (ok && posix_memalign(&mem, OCF_MAX_ALIGN, size) != 0) {
 			ok = false;
 		}
@@ -117,6 +190,7 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		}
 		n->base = mem;
 		n->size = size;
+		n->registered = registered;
 		p->arena_bytes += size;
 		if (p->gpu)
 			stats_pinned_add((int64_t)size);
@@ -151,9 +225,7 @@ static void arenas_free(struct ocf_pool *p)
 		struct ocf_arena *a = p->arenas;
 		p->arenas = a->next;
 		if (p->gpu) {
-			CUresult r = ocf_cu.MemFreeHost(a->base);
-			if (r != CUDA_SUCCESS)
-				log_error("staging memory release failed: %s", cuda_error_name(r));
+			unpin_arena(a);
 			stats_pinned_add(-(int64_t)a->size);
 		} else {
 			free(a->base);
@@ -394,6 +466,9 @@ int gpu_get(int ordinal, struct ocf_gpu **out)
 			pthread_mutex_unlock(&gpu_lock);
 			return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 		}
+		g->numa_node = gpu_numa_node(g->dev);
+		if (g->numa_node >= 0)
+			log_info("GPU %d: staging memory on NUMA node %d", ordinal, g->numa_node);
 		pool_init(&g->pool, g);
 		/* Release pairs with the acquire load above: a thread that sees
 		 * the pointer sees the initialised struct. */

@@ -45,6 +45,7 @@ struct ocf_arena {
 	struct ocf_arena *next;
 	char *base;
 	size_t size, used;
+	bool registered; /* mmap + mbind + cuMemHostRegister, not cuMemHostAlloc */
 };
 
 struct ocf_pool {
@@ -64,6 +65,7 @@ struct ocf_gpu {
 	int ordinal;
 	CUdevice dev;
 	CUcontext primary;
+	int numa_node; /* where its staging memory is placed; -1: anywhere */
 	struct ocf_pool pool;
 };
 
