@@ -11,7 +11,7 @@
  *     -s SIZES    comma list of request sizes (default 4M,16M,64M,256M,1G,4G)
  *     -S SLICES   comma list of slice sizes of the pipelined variant (default 8M,32M)
  *     -T THREADS  comma list of thread counts of the pipelined variant (default 4,8,16)
- *     -t TESTS    comma list of whole,pipe,small (default all)
+ *     -t TESTS    comma list of setup,whole,pipe,small (default all)
  *
  * Output lines: `zc <test> size=<bytes> ... e2e=<GB/s>` where e2e is the
  * whole request (map + pin + copy + unpin + unmap) over its wall time, the
@@ -317,10 +317,74 @@ static void test_small(CUdeviceptr dev)
 	free(pageable);
 }
 
+/* What preparing staging costs: pinning a block by cuMemHostAlloc or by
+ * mapping + cuMemHostRegister, and creating streams and events. */
+static void test_setup(void)
+{
+	const size_t sz = 114u << 20;
+	double t0 = now_s();
+	void *h = NULL;
+	CUresult r = cu.MemHostAlloc(&h, sz, 0x01 /* PORTABLE */);
+	double t1 = now_s();
+	if (r == CUDA_SUCCESS)
+		cu.MemFreeHost(h);
+	double t2 = now_s();
+	void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	double t3 = now_s();
+	CUresult r2 = HostRegister(m, sz, 0x01 /* PORTABLE */);
+	double t4 = now_s();
+	if (r2 == CUDA_SUCCESS)
+		HostUnregister(m);
+	munmap(m, sz);
+	m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	double t5 = now_s();
+	CUresult r3 = HostRegister(m, sz, 0x01);
+	double t6 = now_s();
+	if (r3 == CUDA_SUCCESS)
+		HostUnregister(m);
+	munmap(m, sz);
+	/* Transparent huge pages: fewer faults to populate the block. */
+	double t7 = now_s();
+	m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int mh = madvise(m, sz, 14 /* MADV_HUGEPAGE */);
+	int mp = madvise(m, sz, 23 /* MADV_POPULATE_WRITE */);
+	double t8 = now_s();
+	CUresult r4 = HostRegister(m, sz, 0x01);
+	double t9 = now_s();
+	if (r4 == CUDA_SUCCESS)
+		HostUnregister(m);
+	munmap(m, sz);
+	printf("setup pin114MiB thp madvise=%d,%d populate_ms=%.1f register_ms=%.1f (%d)\n", mh, mp, (t8 - t7) * 1e3,
+	       (t9 - t8) * 1e3, (int)r4);
+	printf("setup pin114MiB hostalloc_ms=%.1f (%d) populate_ms=%.1f register_ms=%.1f (%d) register_unpopulated_ms=%.1f (%d) free_ms=%.1f\n",
+	       (t1 - t0) * 1e3, (int)r, (t3 - t2) * 1e3, (t4 - t3) * 1e3, (int)r2, (t6 - t5) * 1e3, (int)r3,
+	       (t2 - t1) * 1e3);
+	CUstream st[34];
+	CUevent ev[51];
+	for (unsigned flags = 0; flags < 2; flags++) {
+		double a = now_s();
+		for (int i = 0; i < 34; i++)
+			cu.StreamCreate(&st[i], flags);
+		double b = now_s();
+		for (int i = 0; i < 34; i++)
+			cu.StreamDestroy(st[i]);
+		printf("setup 34 streams flags=%u create_ms=%.2f destroy_ms=%.2f\n", flags, (b - a) * 1e3,
+		       (now_s() - b) * 1e3);
+	}
+	double a = now_s();
+	for (int i = 0; i < 51; i++)
+		EventCreate(&ev[i], 2 | 1);
+	double b = now_s();
+	for (int i = 0; i < 51; i++)
+		EventDestroy(ev[i]);
+	printf("setup 51 events create_ms=%.2f\n", (b - a) * 1e3);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	const char *file = NULL, *sizes_s = "4M,16M,64M,256M,1G,4G", *slices_s = "8M,32M",
-		   *threads_s = "4,8,16", *tests = "whole,pipe,small";
+		   *threads_s = "4,8,16", *tests = "setup,whole,pipe,small";
 	int gpu = 0, reps = 3, opt;
 	while ((opt = getopt(argc, argv, "f:s:S:T:d:r:t:")) != -1) {
 		switch (opt) {
@@ -375,6 +439,8 @@ int main(int argc, char **argv)
 	if (r != CUDA_SUCCESS)
 		die_cu("cuMemAlloc", r);
 
+	if (strstr(tests, "setup"))
+		test_setup();
 	if (strstr(tests, "small"))
 		test_small(dev);
 	if (!file)
