@@ -25,6 +25,7 @@
 #include "cuda_loader.h"
 #include "internal.h"
 #include "log.h"
+#include "uring.h"
 
 #define OCF_MAX_GPUS 64
 
@@ -154,6 +155,8 @@ static void arenas_free(struct ocf_pool *p)
 static void lane_free_buffers(struct ocf_lane *l)
 {
 	struct ocf_pool *p = l->pool;
+	uring_ring_destroy(l->ring);
+	l->ring = NULL;
 	if (!p->gpu)
 		return;
 	/* Streams and events are destroyed by handle, so try even if the
