@@ -203,6 +203,9 @@ int uring_reap(struct ocf_ring *r, uint64_t *tag, ssize_t *res)
 struct ocf_ring *uring_ring_get(struct ocf_lane *lane)
 {
 	(void)lane;
+	static bool logged; /* once per process; relaxed: a repeat is harmless */
+	if (uring_backend() != OCF_IO_PSYNC && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+		log_info("io_uring unavailable (built without liburing): file I/O uses pread/pwrite");
 	return NULL;
 }
 
