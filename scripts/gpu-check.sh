@@ -348,6 +348,10 @@ if [ -d "$ROOT/.carry/jsonc" ]; then
 	JSONC_ARG="-DJSONC_ROOT=$ROOT/.carry/jsonc"
 	export LD_LIBRARY_PATH="$ROOT/.carry/jsonc/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# liburing likewise (linked statically: nothing needed at run time).
+if [ -d "$ROOT/.carry/liburing" ]; then
+	JSONC_ARG="$JSONC_ARG -DLIBURING_ROOT=$ROOT/.carry/liburing"
+fi
 
 # ============================================================ (b) build
 section "(b) build ours"

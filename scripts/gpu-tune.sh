@@ -13,6 +13,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build-gpu}
 JSONC=; [ -d .carry/jsonc ] && JSONC="-DJSONC_ROOT=$PWD/.carry/jsonc" && export LD_LIBRARY_PATH=$PWD/.carry/jsonc/lib
+[ -d .carry/liburing ] && JSONC="$JSONC -DLIBURING_ROOT=$PWD/.carry/liburing"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF $JSONC >/dev/null &&
 	cmake --build "$BUILD" -j"$(nproc)" --target cufile gdsio >/dev/null || { echo "build failed"; exit 1; }
 LIB=$PWD/$BUILD/libcufile.so.0

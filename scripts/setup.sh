@@ -10,6 +10,8 @@ command -v c++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 dpkg -s libjson-c-dev >/dev/null 2>&1 || need+=(libjson-c-dev)
+# io_uring; the build falls back to pread/pwrite without it.
+dpkg -s liburing-dev >/dev/null 2>&1 || need+=(liburing-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: please install: ${need[*]}" >&2

@@ -50,6 +50,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "uring.h"
 
 const struct ocf_engine_ops *ocf_engine = &ocf_engine_parallel;
 
@@ -316,11 +317,11 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 		if (!rq->write) {
 			r = fio_read(io->h, mem, n, off, lane ? &lane->bufs[0] : NULL);
 		} else if (fio_direct_compatible(io->h, mem, off)) {
-			r = fio_write(io->h, mem, n, off);
+			r = fio_write(io->h, mem, n, off, NULL);
 		} else {
 			char *stage = lane->bufs[0].buf + fio_stage_skew(io->h, off);
 			memcpy(stage, mem, n);
-			r = fio_write(io->h, stage, n, off);
+			r = fio_write(io->h, stage, n, off, NULL);
 		}
 		if (r < 0) {
 			record_error(rq, idx, r);
@@ -397,45 +398,128 @@ static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending 
 	return true;
 }
 
+/* A staged chunk's file read is done (got: bytes or an error): copy it to
+ * the device.  Returns false when the participant must stop claiming. */
+static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, struct pending *p, ssize_t got)
+{
+	const struct ocf_io *io = rq->io;
+	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
+	off_t off = io->off + (off_t)at;
+	if (got < 0) {
+		record_error(rq, p->idx, got);
+		return false;
+	}
+	if (got > 0) {
+		const char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
+		CUresult r;
+		if (io->t.use_stream && !rq->small) {
+			r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane_stream(rq, lane));
+			if (r == CUDA_SUCCESS)
+				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
+			if (r == CUDA_SUCCESS)
+				p->busy = true;
+		} else {
+			r = ocf_cu.MemcpyHtoD(io->t.dev + at, src, (size_t)got);
+		}
+		if (r != CUDA_SUCCESS) {
+			record_error(rq, p->idx, cuda_fail("host to device copy", r));
+			return false;
+		}
+	}
+	if ((size_t)got < n) {
+		record_short(rq, p->idx, (size_t)got);
+		return false;
+	}
+	return true;
+}
+
+/* File reads a participant keeps in flight on its ring: one per staging
+ * buffer, at most execution.max_io_queue_depth. */
+static int ring_reads(const struct ocf_lane *lane)
+{
+	size_t qd = ocf_cfg.max_io_queue_depth ? ocf_cfg.max_io_queue_depth : 1;
+	return (int)OCF_MIN((size_t)lane->depth, qd);
+}
+
+/* Reads chunks into the lane's buffers and copies them to the device.
+ * With a ring, up to ring_reads() file reads are in flight at once (their
+ * completions come in any order) while earlier chunks are being copied;
+ * without, each read is a pread, overlapping the copies of the chunks
+ * before it. */
 static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 {
 	const struct ocf_io *io = rq->io;
 	struct pending pend[OCF_LANE_DEPTH] = {0};
-	int j = 0;
-	size_t idx;
-	while (claim(rq, &idx)) {
-		if (pend[j].busy && !wait_copy(rq, lane, &pend[j]))
-			break;
-		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
-		off_t off = io->off + (off_t)at;
-		struct ocf_slot *b = &lane->bufs[j];
-		ssize_t got = fio_read_staged(io->h, b, off, n);
-		if (got < 0) {
-			record_error(rq, idx, got);
-			break;
-		}
-		if (got > 0) {
-			const char *src = b->buf + fio_stage_skew(io->h, off);
-			CUresult r;
-			if (io->t.use_stream && !rq->small) {
-				r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane_stream(rq, lane));
-				if (r == CUDA_SUCCESS)
-					r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
-				if (r == CUDA_SUCCESS)
-					pend[j] = (struct pending){.idx = idx, .buf = j, .busy = true};
-			} else {
-				r = ocf_cu.MemcpyHtoD(io->t.dev + at, src, (size_t)got);
-			}
-			if (r != CUDA_SUCCESS) {
-				record_error(rq, idx, cuda_fail("host to device copy", r));
+	struct fio_op ops[OCF_LANE_DEPTH];
+	bool reading[OCF_LANE_DEPTH] = {0};
+	struct ocf_ring *ring = uring_ring_get(lane);
+	int max_reads = ring ? ring_reads(lane) : 1;
+	int reads = 0, rr = 0;
+	bool more = true;
+	for (;;) {
+		/* Start reads into buffers that are not being read into, in
+		 * turn (the oldest copy is the likeliest to be done). */
+		while (more && reads < max_reads) {
+			int j = -1;
+			for (int k = 0; k < lane->depth && j < 0; k++)
+				if (!reading[(rr + k) % lane->depth])
+					j = (rr + k) % lane->depth;
+			if (j < 0)
+				break; /* every buffer is being read into */
+			size_t idx;
+			if (!claim(rq, &idx)) {
+				more = false;
 				break;
 			}
+			rr = (j + 1) % lane->depth;
+			/* The claimed chunk comes after every chunk this
+			 * participant holds, so a failure recorded here stops
+			 * it too. */
+			if (pend[j].busy && !wait_copy(rq, lane, &pend[j])) {
+				more = false;
+				break;
+			}
+			pend[j].idx = idx;
+			pend[j].buf = j;
+			off_t off = io->off + (off_t)chunk_start(rq, idx);
+			int r = fio_stage_read(io->h, &lane->bufs[j], off, chunk_len(rq, idx), &ops[j]);
+			if (r < 0) {
+				record_error(rq, idx, r);
+				more = false;
+				break;
+			}
+			if (ring && fio_op_wants_ring(&ops[j]) &&
+			    uring_queue(ring, false, ops[j].fd, ops[j].buf, ops[j].len, ops[j].off, (uint64_t)j) == 0) {
+				reading[j] = true;
+				reads++;
+				continue;
+			}
+			if (!read_chunk_done(rq, lane, j, &pend[j], fio_stage_read_done(&ops[j], fio_op_run(&ops[j]))))
+				more = false;
 		}
-		if ((size_t)got < n) {
-			record_short(rq, idx, (size_t)got);
+		if (reads == 0)
+			break;
+		uint64_t tag;
+		ssize_t res;
+		if (uring_reap(ring, &tag, &res) != 0) {
+			/* The ring is unusable and its reads in flight are lost
+			 * to us: fail the earliest of them. */
+			size_t first = rq->nchunks;
+			for (int k = 0; k < lane->depth; k++)
+				if (reading[k] && pend[k].idx < first)
+					first = pend[k].idx;
+			record_error(rq, first, -EIO);
 			break;
 		}
-		j = (j + 1) % lane->depth;
+		int j = (int)tag;
+		reading[j] = false;
+		reads--;
+		/* A chunk at or beyond a recorded failure is not copied: its
+		 * bytes cannot be reported. */
+		if (pend[j].idx >= atomic_load_explicit(&rq->stop, memory_order_relaxed))
+			continue;
+		if (!read_chunk_done(rq, lane, j, &pend[j], fio_stage_read_done(&ops[j], res)))
+			more = false;
 	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++)
 		if (pend[i].busy)
@@ -454,7 +538,8 @@ static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct
 	const struct ocf_io *io = rq->io;
 	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
 	off_t off = io->off + (off_t)at;
-	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off);
+	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off,
+			      uring_ring_get(lane));
 	if (w < 0) {
 		record_error(rq, p->idx, w);
 		return false;
@@ -535,11 +620,13 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 		device_write_chunks(rq, lane);
 	else
 		device_read_chunks(rq, lane);
+	/* A ring that failed with transfers in flight may still move data
+	 * into or out of the lane's buffers: the lane is not reused. */
+	bool clean = !(lane->ring && uring_ring_broken(lane->ring));
 	/* After a failure, copies this participant issued may still be
 	 * queued (a failed event record or wait does not cancel them): drain
 	 * the stream, so that nothing lands in the caller's memory after the
 	 * call returns and the lane's buffers are idle when reused. */
-	bool clean = true;
 	if (atomic_load_explicit(&rq->stop, memory_order_relaxed) < rq->nchunks && io->t.use_stream) {
 		r = ocf_cu.StreamSynchronize(lane_stream(rq, lane));
 		if (r != CUDA_SUCCESS) {
@@ -555,7 +642,7 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 
 static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 {
-	size_t A = io->h->odirect ? io->h->align : 4096;
+	size_t A = OCF_MAX(fio_align(io->h), (size_t)4096);
 	size_t min_chunk = OCF_MAX(helpers ? min_chunk_bytes : max_chunk, A);
 	if (min_chunk > max_chunk)
 		min_chunk = max_chunk;
@@ -588,7 +675,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		helpers = pool_start();
 	rq.chunk = pick_chunk(io, max_chunk, helpers);
-	rq.skew0 = io->h->odirect ? (size_t)io->off % io->h->align : 0;
+	rq.skew0 = (size_t)io->off % fio_align(io->h);
 	rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
 	rq.small = rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
 	rq.nonblocking = no_sync_copies;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fileio.c - POSIX file I/O for a registered handle.
+ * fileio.c - file I/O for a registered handle.
  *
  * DESIGN: O_DIRECT descriptors accept only aligned offsets, lengths and
  * memory.  Reads are widened to the aligned range that covers the request
@@ -15,6 +15,28 @@
  * other threads issue meanwhile is then buffered, which is still correct.
  * The kernel keeps buffered and direct I/O of one file coherent (direct I/O
  * writes back and invalidates the cached pages it covers).
+ *
+ * Buffered descriptors whose file system supports O_DIRECT get an O_DIRECT
+ * twin at registration, and reads of at least PROBE_MIN bytes are
+ * page-cache aware: what the page cache holds from the start of the range
+ * is copied with preadv2(RWF_NOWAIT), which never waits for the disk; the
+ * rest is read with O_DIRECT (through io_uring when the engine has a ring),
+ * so a cold read streams from the disk at queue depth instead of through
+ * readahead and a second copy.  The cached prefix is measured with
+ * cachestat(2) first, because on current kernels an RWF_NOWAIT read that
+ * finds a page missing starts readahead of the range before it returns
+ * EAGAIN: the disk would read those bytes twice.  Without cachestat
+ * (before Linux 6.5) RWF_NOWAIT alone decides, and without RWF_NOWAIT
+ * (EOPNOTSUPP) the read is plain pread.
+ *
+ * Coherence of the direct part: pages that are cached (dirty ones
+ * included) are served from the page cache, never read from the disk
+ * behind them.  The direct read covers pages that were not cached when
+ * measured; if a buffered write dirties one of them in between, the
+ * kernel's direct read path writes that range back before reading it
+ * (filemap_write_and_wait_range in the iomap and generic direct I/O code),
+ * so the read returns the new bytes, as a buffered read racing with that
+ * write could.
  */
 #define _GNU_SOURCE
 #include "fileio.h"
@@ -25,6 +47,8 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,6 +56,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "uring.h"
 
 /* pread until n bytes, end of file, or an error.  Returns bytes read, or
  * -errno if the first call failed. */
@@ -94,31 +119,233 @@ static ssize_t fs_io(struct ocf_handle *h, char *buf, size_t n, off_t off, int w
 	return (ssize_t)done;
 }
 
-size_t fio_stage_skew(const struct ocf_handle *h, off_t off)
-{
-	return h->odirect ? (size_t)off % h->align : 0;
-}
+size_t fio_stage_skew(const struct ocf_handle *h, off_t off) { return (size_t)off % h->align; }
+
+size_t fio_align(const struct ocf_handle *h) { return h->align; }
 
 int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off)
 {
 	return !h->odirect || (uintptr_t)p % h->align == (uintptr_t)off % h->align;
 }
 
+/* --------------------------------------------------- page-cache probing */
+
+/* Reads below this size on a buffered descriptor are one pread: the probe
+ * costs a system call or two, which matters for a 4 KiB read, and small
+ * sequential reads are served well by buffered readahead. */
+#define PROBE_MIN ((size_t)64 * 1024)
+
+/* cachestat(2), Linux 6.5; the C library may not wrap it yet. */
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+struct ocf_cachestat_range {
+	uint64_t off, len;
+};
+struct ocf_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* What this kernel lacks, learnt at the first refusal.  Relaxed: a thread
+ * that misses the store makes one more refused call. */
+static bool no_cachestat, no_nowait;
+
+static size_t page_size(void)
+{
+	static size_t ps; /* relaxed: every thread stores the same value */
+	size_t v = __atomic_load_n(&ps, __ATOMIC_RELAXED);
+	if (!v) {
+		long r = sysconf(_SC_PAGESIZE);
+		v = r > 0 ? (size_t)r : 4096;
+		__atomic_store_n(&ps, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* Pages cached among `pages` pages from page `first`, or -errno. */
+static long cached_pages(int fd, uint64_t first, uint64_t pages)
+{
+	struct ocf_cachestat_range range = {first * page_size(), pages * page_size()};
+	struct ocf_cachestat cs;
+	if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+		return -errno;
+	return (long)cs.nr_cache;
+}
+
+/* Length of the longest prefix of [off, off+n) the page cache holds (a
+ * whole number of pages, at most n), or n when it cannot be told. */
+static size_t cached_prefix_len(int fd, off_t off, size_t n)
+{
+	if (__atomic_load_n(&no_cachestat, __ATOMIC_RELAXED))
+		return n;
+	size_t ps = page_size();
+	uint64_t first = (uint64_t)off / ps, last = ((uint64_t)off + n - 1) / ps;
+	uint64_t pages = last - first + 1;
+	long c = cached_pages(fd, first, pages);
+	if (c < 0) {
+		if (c == -ENOSYS || c == -EOPNOTSUPP || c == -EPERM) /* EPERM: a seccomp filter */
+			__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
+		return n;
+	}
+	if ((uint64_t)c >= pages)
+		return n;
+	if (c == 0)
+		return 0;
+	/* Partly cached: find the cached prefix (about log2(pages) calls). */
+	uint64_t lo = 0, hi = pages; /* the first lo pages are cached, the first hi are not all */
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		c = cached_pages(fd, first, mid);
+		if (c < 0)
+			break;
+		if ((uint64_t)c >= mid)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	uint64_t end = (first + lo) * ps;
+	return end > (uint64_t)off ? (size_t)OCF_MIN(end - (uint64_t)off, (uint64_t)n) : 0;
+}
+
+/* Copies the part of [off, off+n) that the page cache holds from its start
+ * into dst without waiting for the disk.  Returns the bytes copied (short
+ * also at end of file) or -errno.  When the kernel can tell nothing (no
+ * cachestat, no RWF_NOWAIT) the whole range is read with pread. */
+static ssize_t read_cached_prefix(int fd, char *dst, size_t n, off_t off)
+{
+	size_t want = cached_prefix_len(fd, off, n);
+	if (want == 0)
+		return 0;
+	if (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
+		struct iovec iov = {dst, want};
+		for (;;) {
+			ssize_t r = preadv2(fd, &iov, 1, off, RWF_NOWAIT);
+			if (r >= 0)
+				return r;
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) /* evicted or locked meanwhile */
+				return 0;
+			if (errno != EOPNOTSUPP && errno != EINVAL)
+				return -errno;
+			__atomic_store_n(&no_nowait, true, __ATOMIC_RELAXED);
+			log_info("preadv2(RWF_NOWAIT) refused (%s): page-cache probing by cachestat only",
+				 strerror(errno));
+			break;
+		}
+	}
+	/* No RWF_NOWAIT: pread what cachestat found cached, or everything
+	 * when nothing is known. */
+	return pread_full(fd, dst, __atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) ? n : want, off);
+}
+
+/* ------------------------------------------------------------ transfers */
+
+static ssize_t op_run_from(const struct fio_op *op, size_t done)
+{
+	return op->write ? pwrite_full(op->fd, op->buf + done, op->len - done, op->off + (off_t)done)
+			 : pread_full(op->fd, op->buf + done, op->len - done, op->off + (off_t)done);
+}
+
+ssize_t fio_op_run(const struct fio_op *op) { return op->len ? op_run_from(op, 0) : 0; }
+
+bool fio_op_wants_ring(const struct fio_op *op)
+{
+	enum ocf_io_backend b = uring_backend();
+	return op->len && (b == OCF_IO_URING || (b == OCF_IO_AUTO && op->direct));
+}
+
+/* A transfer that io_uring returned short or refused with EAGAIN is
+ * completed with pread/pwrite.  A direct transfer that stopped inside a
+ * block stopped at end of file. */
+static ssize_t op_complete(const struct fio_op *op, ssize_t res)
+{
+	if (res == -EAGAIN)
+		return fio_op_run(op);
+	if (res <= 0 || (size_t)res >= op->len || (op->direct && (size_t)res % op->align))
+		return res;
+	ssize_t more = op_run_from(op, (size_t)res);
+	return more > 0 ? res + more : res;
+}
+
+/* The transfer through the ring, waited for: bytes or -errno.  A ring
+ * that fails to submit or wait is reported as EIO (nothing is counted). */
+static ssize_t op_run_ring(const struct fio_op *op, struct ocf_ring *ring)
+{
+	if (!ring || !fio_op_wants_ring(op) || uring_queue(ring, op->write, op->fd, op->buf, op->len, op->off, 0) != 0)
+		return fio_op_run(op);
+	uint64_t tag;
+	ssize_t res;
+	if (uring_reap(ring, &tag, &res) != 0)
+		return -EIO;
+	return op_complete(op, res);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n, struct fio_op *op)
+{
+	char *dst = slot->buf + fio_stage_skew(h, off);
+	*op = (struct fio_op){.fd = h->fd, .align = h->align, .buf = dst, .len = n, .off = off, .req_off = off,
+			      .req_n = n};
+	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
+		ssize_t r = fs_io(h, dst, n, off, 0);
+		if (r < 0)
+			return (int)r;
+		op->prefix = (size_t)r;
+		op->len = 0;
+		return 0;
+	}
+	int dfd = h->odirect ? h->fd : -1;
+	off_t from = off;
+	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN) {
+		ssize_t p = read_cached_prefix(h->fd, dst, n, off);
+		if (p < 0)
+			return (int)p;
+		op->prefix = (size_t)p;
+		if ((size_t)p == n) {
+			op->len = 0;
+			return 0;
+		}
+		dfd = h->fd_direct;
+		from = off + p;
+	}
+	if (dfd < 0)
+		return 0; /* buffered: the whole range as it is */
+	/* Direct: the aligned range covering [from, off+n), placed so that
+	 * the slot agrees with the file modulo the alignment. */
+	off_t a = OCF_ALIGN_DOWN(from, (off_t)h->align);
+	off_t e = OCF_ALIGN_UP(off + (off_t)n, (off_t)h->align);
+	op->fd = dfd;
+	op->direct = true;
+	op->buf = dst - (off - a);
+	op->off = a;
+	op->len = (size_t)(e - a);
+	return 0;
+}
+
+ssize_t fio_stage_read_done(const struct fio_op *op, ssize_t res)
+{
+	if (op->len == 0)
+		return (ssize_t)op->prefix;
+	res = op_complete(op, res);
+	if (res < 0)
+		return op->prefix ? (ssize_t)op->prefix : res;
+	/* Valid: [req_off, req_off + prefix) and [op->off, op->off + res),
+	 * which starts at or before the end of the first. */
+	off_t end = OCF_MAX(op->off + (off_t)res, op->req_off + (off_t)op->prefix);
+	if (end <= op->req_off)
+		return 0;
+	return (ssize_t)OCF_MIN((size_t)(end - op->req_off), op->req_n);
+}
+
 ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n)
 {
-	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
-		return fs_io(h, slot->buf, n, off, 0);
-	if (!h->odirect)
-		return pread_full(h->fd, slot->buf, n, off);
-	off_t a = OCF_ALIGN_DOWN(off, (off_t)h->align);
-	off_t e = OCF_ALIGN_UP(off + (off_t)n, (off_t)h->align);
-	ssize_t got = pread_full(h->fd, slot->buf, (size_t)(e - a), a);
-	if (got < 0)
-		return got;
-	size_t skew = (size_t)(off - a);
-	if ((size_t)got <= skew)
-		return 0;
-	return (ssize_t)OCF_MIN((size_t)got - skew, n);
+	struct fio_op op;
+	int r = fio_stage_read(h, slot, off, n, &op);
+	if (r < 0)
+		return r;
+	return fio_stage_read_done(&op, fio_op_run(&op));
 }
 
 /* Through the aligned scratch, one chunk at a time: only the requested
@@ -154,24 +381,19 @@ static off_t file_size(int fd)
 	return st.st_size;
 }
 
-ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct ocf_slot *scratch)
+/* Reads [off, off+n) into dst, which is aligned like the file: the whole
+ * blocks go straight into dst through the O_DIRECT descriptor dfd, the
+ * unaligned head and tail through the scratch (an O_DIRECT handle) or the
+ * buffered descriptor.  The body stops at the last whole block before end
+ * of file, because a direct read of the block that holds end of file may
+ * store past the bytes it reports. */
+static ssize_t read_in_place(struct ocf_handle *h, int dfd, char *dst, size_t n, off_t off, struct ocf_slot *scratch)
 {
-	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
-		return fs_io(h, dst, n, off, 0);
-	if (!h->odirect)
-		return pread_full(h->fd, dst, n, off);
-	if (!fio_direct_compatible(h, dst, off))
-		return read_via_scratch(h, dst, n, off, scratch);
-
-	/* Memory aligned like the file: the aligned body goes straight into
-	 * dst, head and tail through the scratch.  The body stops at the last
-	 * whole block before end of file, because a direct read of the block
-	 * that holds end of file may store past the bytes it reports. */
 	size_t A = h->align;
 	size_t head = OCF_MIN((A - (size_t)off % A) % A, n);
 	size_t body = OCF_ALIGN_DOWN(n - head, A);
 	if (body) {
-		off_t size = file_size(h->fd);
+		off_t size = file_size(dfd);
 		off_t body_off = off + (off_t)head;
 		off_t avail = size > body_off ? OCF_ALIGN_DOWN(size - body_off, (off_t)A) : 0;
 		if (size < 0 || (off_t)body > avail)
@@ -182,8 +404,11 @@ ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct oc
 	for (int i = 0; i < 3; i++) {
 		if (!piece[i])
 			continue;
-		ssize_t r = i == 1 ? pread_full(h->fd, dst + done, piece[i], off + (off_t)done)
-				   : read_via_scratch(h, dst + done, piece[i], off + (off_t)done, scratch);
+		char *p = dst + done;
+		off_t at = off + (off_t)done;
+		ssize_t r = i == 1 ? pread_full(dfd, p, piece[i], at)
+			    : h->odirect ? read_via_scratch(h, p, piece[i], at, scratch)
+					 : pread_full(h->fd, p, piece[i], at);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 		done += (size_t)r;
@@ -191,6 +416,30 @@ ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct oc
 			break;
 	}
 	return (ssize_t)done;
+}
+
+ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct ocf_slot *scratch)
+{
+	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
+		return fs_io(h, dst, n, off, 0);
+	if (h->odirect)
+		return fio_direct_compatible(h, dst, off) ? read_in_place(h, h->fd, dst, n, off, scratch)
+							  : read_via_scratch(h, dst, n, off, scratch);
+	if (h->fd_direct < 0 || n < PROBE_MIN)
+		return pread_full(h->fd, dst, n, off);
+	/* Buffered with an O_DIRECT twin: the cached prefix by copy, the rest
+	 * from the disk, in place where dst is aligned like the file. */
+	ssize_t p = read_cached_prefix(h->fd, dst, n, off);
+	if (p < 0 || (size_t)p == n)
+		return p;
+	char *d = dst + p;
+	off_t at = off + p;
+	size_t A = h->align;
+	ssize_t r = (uintptr_t)d % A == (size_t)at % A ? read_in_place(h, h->fd_direct, d, n - (size_t)p, at, NULL)
+						       : pread_full(h->fd, d, n - (size_t)p, at);
+	if (r < 0)
+		return p ? p : r;
+	return p + r;
 }
 
 /* Writes an unaligned piece of an O_DIRECT file. */
@@ -214,12 +463,20 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	return r;
 }
 
-ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off)
+/* A write to fd, through the ring where it belongs there. */
+static ssize_t write_piece(struct ocf_handle *h, struct ocf_ring *ring, const char *src, size_t n, off_t off)
+{
+	struct fio_op op = {.fd = h->fd, .write = true, .direct = h->odirect, .align = h->align,
+			    .buf = (char *)src, .len = n, .off = off};
+	return op_run_ring(&op, ring);
+}
+
+ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring)
 {
 	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		return fs_io(h, (char *)src, n, off, 1);
 	if (!h->odirect)
-		return pwrite_full(h->fd, src, n, off);
+		return write_piece(h, ring, src, n, off);
 
 	off_t A = (off_t)h->align;
 	off_t end = off + (off_t)n;
@@ -235,7 +492,7 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off)
 		if (len == 0)
 			continue;
 		const char *p = src + (cut[i] - off);
-		ssize_t r = i == 1 ? pwrite_full(h->fd, p, len, cut[i]) : write_unaligned(h, p, len, cut[i]);
+		ssize_t r = i == 1 ? write_piece(h, ring, p, len, cut[i]) : write_unaligned(h, p, len, cut[i]);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 		done += (size_t)r;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fileio.h - the file side of I/O: POSIX system calls on a handle's
- * descriptors (or the caller's userspace file system), including the
- * O_DIRECT alignment rules.
+ * fileio.h - the file side of I/O: system calls on a handle's descriptors
+ * (or the caller's userspace file system), the O_DIRECT alignment rules and
+ * the page-cache-aware reads of buffered descriptors.
  */
 #ifndef OCF_FILEIO_H_
 #define OCF_FILEIO_H_
@@ -10,12 +10,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <stdbool.h>
+
 struct ocf_handle;
+struct ocf_ring;
 struct ocf_slot;
 
-/* Where in a staging slot the byte at file offset `off` is placed: O_DIRECT
- * needs the slot and the file to agree modulo the alignment. */
+/* Where in a staging slot the byte at file offset `off` is placed: direct
+ * I/O needs the slot and the file to agree modulo the alignment. */
 size_t fio_stage_skew(const struct ocf_handle *h, off_t off);
+
+/* Alignment that chunk boundaries keep for this handle (1: none needed). */
+size_t fio_align(const struct ocf_handle *h);
 
 /* Reads [off, off+n) of the file into memory at dst, with no alignment
  * requirement on dst, off or n: an O_DIRECT range that is not aligned goes
@@ -23,16 +29,49 @@ size_t fio_stage_skew(const struct ocf_handle *h, off_t off);
  * Returns the bytes read (short only at end of file) or an error. */
 ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct ocf_slot *scratch);
 
-/* Reads [off, off+n) into the slot at slot->buf + fio_stage_skew(h, off);
- * n <= slot->chunk.  Returns bytes read (short only at end of file) or an
- * error. */
+/* A staged read, split so that its one long transfer can go through
+ * io_uring: fio_stage_read() does what has to be synchronous (the part the
+ * page cache holds, a userspace file system) and describes the transfer
+ * left in `op`; the caller runs it (fio_op_run, or a ring when
+ * fio_op_wants_ring) and hands its result to fio_stage_read_done(). */
+struct fio_op {
+	int fd;
+	bool write;
+	bool direct;     /* fd is an O_DIRECT descriptor */
+	unsigned align;  /* its alignment */
+	char *buf;
+	size_t len;      /* 0: nothing left to transfer */
+	off_t off;
+	/* The read it belongs to. */
+	off_t req_off;
+	size_t req_n;
+	size_t prefix;   /* bytes of the request already in the slot */
+};
+
+/* Plans the read of [off, off+n) into the slot at slot->buf +
+ * fio_stage_skew(h, off); n <= slot->chunk.  Returns 0 or an error. */
+int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n, struct fio_op *op);
+/* The bytes of the request in the slot (short only at end of file) or an
+ * error, given the transfer's result (bytes, or -errno; ignored when
+ * op->len is 0).  A transfer that came back short or with EAGAIN is
+ * completed here with pread. */
+ssize_t fio_stage_read_done(const struct fio_op *op, ssize_t res);
+/* Does the transfer belong on an io_uring ring?  Direct I/O does, unless
+ * the backend is psync; buffered I/O only with OPENCUFILE_IO_BACKEND=uring
+ * (page-cache copies are faster with pread on the calling thread). */
+bool fio_op_wants_ring(const struct fio_op *op);
+/* Runs the transfer with pread/pwrite: bytes moved, or -errno. */
+ssize_t fio_op_run(const struct fio_op *op);
+
+/* fio_stage_read, the transfer with pread, and fio_stage_read_done. */
 ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n);
 
 /* Writes n bytes from src to [off, off+n).  With O_DIRECT, src must satisfy
  * src % align == off % align (as staged data does); the unaligned head and
- * tail go through a buffered descriptor.  Returns the length of the prefix
- * known to be written, or an error when nothing was. */
-ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off);
+ * tail go through a buffered descriptor.  The aligned body goes through
+ * `ring` when it is not NULL and fio_op_wants_ring says so.  Returns the
+ * length of the prefix known to be written, or an error when nothing was. */
+ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring);
 
 /* Is memory at p aligned like file offset off for this handle's O_DIRECT? */
 int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off);

@@ -32,6 +32,7 @@
 #include "internal.h"
 #include "log.h"
 #include "stats.h"
+#include "uring.h"
 
 #define OCF_MAX_GPUS 64
 
@@ -262,6 +263,8 @@ static void arenas_free(struct ocf_pool *p)
 static void lane_free_buffers(struct ocf_lane *l)
 {
 	struct ocf_pool *p = l->pool;
+	uring_ring_destroy(l->ring);
+	l->ring = NULL;
 	if (!p->gpu)
 		return;
 	/* Streams and events are destroyed by handle, so try even if the

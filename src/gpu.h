@@ -18,6 +18,7 @@
 #define OCF_LANE_DEPTH 3
 
 struct ocf_pool;
+struct ocf_ring;
 
 /* One staging buffer: page aligned, pinned when it belongs to a GPU pool. */
 struct ocf_slot {
@@ -37,6 +38,7 @@ struct ocf_lane {
 	CUevent ev[OCF_LANE_DEPTH];
 	CUstream stream;    /* blocking: ordered with the legacy default stream */
 	CUstream nb_stream; /* non-blocking: for the asynchronous executor's I/O */
+	struct ocf_ring *ring; /* io_uring of the lane's owner (uring.h), or NULL */
 };
 
 /* A block of staging memory that lanes are carved from: pinning one large

@@ -44,6 +44,8 @@ static void handle_free(struct ocf_handle *h)
 {
 	if (h->fd_buffered >= 0)
 		close(h->fd_buffered);
+	if (h->fd_direct >= 0)
+		close(h->fd_direct);
 	pthread_mutex_destroy(&h->toggle_lock);
 	free(h);
 }
@@ -107,27 +109,51 @@ static unsigned direct_alignment(int fd)
 	return a;
 }
 
+/* A second descriptor of the same file through /proc/self/fd/N with
+ * `flags`: the same inode is verified, so a path that now names something
+ * else is refused.  Returns the descriptor, or -errno. */
+static int open_twin(int fd, int flags)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int nfd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	if (nfd < 0)
+		return -errno;
+	struct stat a, b;
+	if (fstat(fd, &a) != 0 || fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close(nfd);
+		return -ESTALE;
+	}
+	return nfd;
+}
+
 /* A second descriptor of the same file without O_DIRECT, for the unaligned
  * head and tail of writes.  Flags that change semantics (O_TRUNC, O_CREAT)
  * are not repeated. */
 static int open_buffered_twin(int fd, int flags)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	int keep = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
-	int nfd = open(path, keep | O_CLOEXEC | O_NOCTTY);
-	if (nfd < 0) {
-		log_info("no buffered twin for fd %d (%s): unaligned writes toggle O_DIRECT", fd,
-			 strerror(errno));
+	int nfd = open_twin(fd, flags & (O_ACCMODE | O_SYNC | O_DSYNC));
+	if (nfd < 0)
+		log_info("no buffered twin for fd %d (%s): unaligned writes toggle O_DIRECT", fd, strerror(-nfd));
+	return nfd < 0 ? -1 : nfd;
+}
+
+/* For a buffered descriptor that can be read: an O_DIRECT descriptor of the
+ * same file, so that reads take what the page cache holds by copy and the
+ * rest straight from the disk (fileio.c).  None where the file system
+ * refuses O_DIRECT (tmpfs), or with OPENCUFILE_BUFFERED_DIRECT=0. */
+static int open_direct_twin(int fd, int flags)
+{
+	int acc = flags & O_ACCMODE;
+	if (acc != O_RDONLY && acc != O_RDWR)
 		return -1;
-	}
-	/* Make sure it is the same file, not whatever the path resolves to now. */
-	struct stat a, b;
-	if (fstat(fd, &a) != 0 || fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-		close(nfd);
+	const char *env = ocf_getenv("OPENCUFILE_BUFFERED_DIRECT");
+	if (env && *env == '0')
 		return -1;
-	}
-	return nfd;
+	int nfd = open_twin(fd, O_RDONLY | O_DIRECT);
+	if (nfd < 0)
+		log_debug("no O_DIRECT twin for fd %d (%s): reads are buffered", fd, strerror(-nfd));
+	return nfd < 0 ? -1 : nfd;
 }
 
 static int check_fd(struct ocf_handle *h, int fd)
@@ -173,6 +199,7 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 		return OCF_ERR(CU_FILE_NOMEM_ERROR);
 	h->fd = -1;
 	h->fd_buffered = -1;
+	h->fd_direct = -1;
 	h->align = 1;
 	pthread_mutex_init(&h->toggle_lock, NULL);
 	int r;
@@ -238,11 +265,17 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 
 	/* Outside the lock: opening the twin is a system call. It is only read
 	 * by I/O on this handle, which cannot start before *out is returned. */
-	if (h->odirect)
+	if (h->odirect) {
 		h->fd_buffered = open_buffered_twin(h->fd, h->open_flags);
+	} else if (h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD) {
+		h->fd_direct = open_direct_twin(h->fd, h->open_flags);
+		if (h->fd_direct >= 0)
+			h->align = direct_alignment(h->fd_direct);
+	}
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
-		  h->odirect ? "O_DIRECT" : "buffered", h->fs_type, h->align);
+		  h->odirect ? "O_DIRECT" : h->fd_direct >= 0 ? "buffered with O_DIRECT twin" : "buffered", h->fs_type,
+		  h->align);
 	return 0;
 
 fail:

@@ -16,11 +16,13 @@ struct ocf_handle {
 	int type;               /* CU_FILE_HANDLE_TYPE_OPAQUE_FD or _USERSPACE_FS */
 	int fd;                 /* the caller's descriptor (not owned) */
 	int fd_buffered;        /* our own non-O_DIRECT descriptor, or -1 */
+	int fd_direct;          /* buffered fd: our own O_DIRECT read descriptor, or -1 */
 	void *fs_handle;        /* USERSPACE_FS: the caller's handle */
 	const CUfileFSOps_t *fs_ops;
 	int open_flags;         /* F_GETFL of fd at registration */
 	bool odirect;
-	unsigned align;         /* file offset/length alignment O_DIRECT needs */
+	unsigned align;         /* file offset/length alignment O_DIRECT needs
+				 * (of fd, or of fd_direct; 1: neither) */
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */

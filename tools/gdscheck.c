@@ -260,7 +260,8 @@ static void check_kernel(bool *nvfs, bool *p2p)
 	long fd = syscall(__NR_io_uring_setup, 4, &prm);
 	if (fd >= 0) {
 		close((int)fd);
-		printf("  io_uring: available (features 0x%x); not used by the serial engine\n", prm.features);
+		printf("  io_uring: available (features 0x%x); staged direct I/O uses it (OPENCUFILE_IO_BACKEND)\n",
+		       prm.features);
 	} else {
 		printf("  io_uring: not available (%s)\n", strerror(errno));
 	}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * uring.h - the io_uring backend of the file side: one ring per staging
+ * lane, the lane's buffers registered as fixed buffers.
+ */
+#ifndef OCF_URING_H_
+#define OCF_URING_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ocf_lane;
+struct ocf_ring;
+
+/* OPENCUFILE_IO_BACKEND: which system calls move file data. */
+enum ocf_io_backend {
+	OCF_IO_PSYNC, /* pread/pwrite only */
+	OCF_IO_AUTO,  /* io_uring for direct I/O, pread/pwrite for buffered */
+	OCF_IO_URING, /* io_uring for every staged transfer (for comparisons) */
+};
+
+/* The backend asked for (read once per process; default auto).  Says
+ * nothing about whether a ring could be set up: see uring_ring_get. */
+enum ocf_io_backend uring_backend(void);
+
+/* The lane's ring, set up at its first use; NULL when file I/O goes
+ * through pread/pwrite: the backend is psync, the library was built without
+ * liburing, or io_uring could not start in this process (logged once at
+ * INFO; it is a mode, not an error).  The lane's owner is the only user. */
+struct ocf_ring *uring_ring_get(struct ocf_lane *lane);
+/* Tears a lane's ring down (nothing may be in flight). */
+void uring_ring_destroy(struct ocf_ring *ring);
+
+/* Queues one read or write of [off, off+len) of fd at buf; a buffer inside
+ * one of the lane's registered slots goes as READ_FIXED/WRITE_FIXED.  `tag`
+ * comes back with the completion.  Returns 0 or -errno (nothing queued). */
+int uring_queue(struct ocf_ring *ring, bool write, int fd, void *buf, size_t len, off_t off, uint64_t tag);
+
+/* Submits what is queued and waits for one completion: its tag, and its
+ * result (bytes moved, or -errno).  Every io_uring completion result of the
+ * library is taken here.  Returns 0, or -errno when nothing could be
+ * submitted or waited for: the ring is then broken (uring_ring_broken). */
+int uring_reap(struct ocf_ring *ring, uint64_t *tag, ssize_t *res);
+
+/* Did submitting or waiting fail with transfers in flight?  The lane's
+ * buffers may then still be in use by the kernel: the lane is discarded. */
+bool uring_ring_broken(const struct ocf_ring *ring);
+
+#endif /* OCF_URING_H_ */
