@@ -286,6 +286,12 @@ static void lane_free_buffers(struct ocf_lane *l)
 	}
 }
 
+bool lane_events_sleep(void)
+{
+	const char *spin = ocf_getenv("OPENCUFILE_EVENT_SPIN"); /* tuning experiments */
+	return spin && *spin == '0';
+}
+
 static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 {
 	struct ocf_lane *l = calloc(1, sizeof(*l));
@@ -340,11 +346,14 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 		if (!p->gpu)
 			continue;
 		CUresult cr;
-		/* Waiting threads sleep instead of spinning: a spinning waiter
-		 * takes a CPU from the threads copying out of the page cache. */
-		const char *spin = ocf_getenv("OPENCUFILE_EVENT_SPIN"); /* tuning experiments */
+		/* Events without BLOCKING_SYNC: cuEventSynchronize then waits
+		 * the way the context's scheduling policy says (by default it
+		 * spins while there are fewer busy threads than CPUs), which
+		 * measured faster than sleeping or than polling cuEventQuery
+		 * (see engine.c, event_wait).  OPENCUFILE_EVENT_SPIN=0 makes
+		 * waiters sleep instead. */
 		cr = ocf_cu.EventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING |
-						       (spin && *spin == '1' ? 0 : CU_EVENT_BLOCKING_SYNC));
+						       (lane_events_sleep() ? CU_EVENT_BLOCKING_SYNC : 0));
 		if (cr != CUDA_SUCCESS) {
 			log_error("event creation failed: %s", cuda_error_name(cr));
 			l->ev[i] = NULL;

@@ -76,6 +76,10 @@ int gpu_get(int ordinal, struct ocf_gpu **out);
 /* Pool of aligned host staging buffers for O_DIRECT I/O on host memory. */
 struct ocf_pool *host_pool(void);
 
+/* Whether lane events are BLOCKING_SYNC (waiters sleep) rather than
+ * waited for by the driver's default policy (OPENCUFILE_EVENT_SPIN=0). */
+bool lane_events_sleep(void);
+
 /* Takes a lane, waiting while all are busy; returns 0 or an error. */
 int pool_get(struct ocf_pool *pool, struct ocf_lane **out);
 /* Takes a lane only if one is free or may be created without waiting;
