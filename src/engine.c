@@ -35,12 +35,10 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -346,38 +344,13 @@ struct pending {
 	bool busy;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Waits for an event: polls for up to 200 us (a 2 MiB copy takes ~40 us;
- * waking a sleeping thread costs more than that in a VM), then sleeps in
- * cuEventSynchronize so that long waits leave the CPU to the page-cache
- * copies.  Measured on the H200 machine: spinning beat sleeping for 1 MiB
- * calls from 16 threads (30 vs 21 GB/s) and for 4 KiB latency. */
-static CUresult event_wait(CUevent ev)
-{
-	uint64_t start = now_ns();
-	for (;;) {
-		CUresult r = ocf_cu.EventQuery(ev);
-		if (r != CUDA_ERROR_NOT_READY)
-			return r;
-		if (now_ns() - start > 200000)
-			return ocf_cu.EventSynchronize(ev);
-		sched_yield();
-	}
-}
-
 /* Waits for the copy of one pending buffer; records a failure. */
 static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending *p)
 {
 	p->busy = false;
 	if (!rq->io->t.use_stream || rq->small)
 		return true; /* the copy was synchronous */
-	CUresult r = event_wait(lane->ev[p->buf]);
+	CUresult r = gpu_event_wait(lane->ev[p->buf]);
 	if (r != CUDA_SUCCESS) {
 		record_error(rq, p->idx, cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
 		return false;

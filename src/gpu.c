@@ -18,8 +18,11 @@
 #include "gpu.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "cuda_loader.h"
@@ -418,6 +421,31 @@ void gpu_teardown_all(void)
 		host_pool_ready = false;
 	}
 	pthread_mutex_unlock(&gpu_lock);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits for an event: polls for up to 200 us (a 2 MiB copy takes ~40 us;
+ * waking a sleeping thread costs more than that in a VM), then sleeps in
+ * cuEventSynchronize so that long waits leave the CPU to the page-cache
+ * copies.  Measured on the H200 machine: spinning beat sleeping for 1 MiB
+ * calls from 16 threads (30 vs 21 GB/s) and for 4 KiB latency. */
+CUresult gpu_event_wait(CUevent ev)
+{
+	uint64_t start = now_ns();
+	for (;;) {
+		CUresult r = ocf_cu.EventQuery(ev);
+		if (r != CUDA_ERROR_NOT_READY)
+			return r;
+		if (now_ns() - start > 200000)
+			return ocf_cu.EventSynchronize(ev);
+		sched_yield();
+	}
 }
 
 /* ------------------------------------------------------------- prewarm */
