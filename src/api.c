@@ -228,6 +228,25 @@ void api_io_log_failure(CUfileHandle_t fh, const void *base, size_t size, off_t 
 		  ocf_is_cufile_err(ret) ? cufileop_status_error((CUfileOpError)-ret) : strerror((int)-ret));
 }
 
+ssize_t api_io_run(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset, bool write,
+		   uint64_t t0, ssize_t prep, struct ocf_io *io, bool owns_handle)
+{
+	ssize_t ret = prep;
+	if (ret == 0 && size > 0)
+		ret = write ? ocf_engine->write(io) : ocf_engine->read(io);
+	if (owns_handle)
+		handle_put(io->h);
+	if (t0) {
+		/* The GPU record lives while the caller is inside the gate. */
+		int gpu = io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1;
+		bool unaligned = (((uint64_t)file_offset | size | ((uintptr_t)base + (uintptr_t)buf_offset)) & 4095) != 0;
+		stats_io_done(write, size, ret, t0, gpu, unaligned);
+	}
+	if (ret < 0)
+		api_io_log_failure(fh, base, size, file_offset, buf_offset, write, ret);
+	return ret;
+}
+
 /* The synchronous read/write path after the caller's own checks; returns
  * the internal result (bytes, -errno or -CUfileOpError) and sets no errno,
  * so the asynchronous executor (batch and stream I/O) runs exactly what
@@ -242,20 +261,9 @@ ssize_t api_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offs
 		return r;
 	struct ocf_io io = {0};
 	bool owns_handle;
-	ssize_t ret = api_io_prepare(fh, base, size, file_offset, buf_offset, NULL, &io, &owns_handle);
-	if (ret == 0 && size > 0)
-		ret = write ? ocf_engine->write(&io) : ocf_engine->read(&io);
-	if (owns_handle)
-		handle_put(io.h);
-	/* Read before driver_exit: a close may free the GPU record after it. */
-	int gpu = io.t.device && io.t.gpu ? io.t.gpu->ordinal : -1;
+	ssize_t prep = api_io_prepare(fh, base, size, file_offset, buf_offset, NULL, &io, &owns_handle);
+	ssize_t ret = api_io_run(fh, base, size, file_offset, buf_offset, write, t0, prep, &io, owns_handle);
 	driver_exit();
-	if (t0) {
-		bool unaligned = (((uint64_t)file_offset | size | ((uintptr_t)base + (uintptr_t)buf_offset)) & 4095) != 0;
-		stats_io_done(write, size, ret, t0, gpu, unaligned);
-	}
-	if (ret < 0)
-		api_io_log_failure(fh, base, size, file_offset, buf_offset, write, ret);
 	return ret;
 }
 

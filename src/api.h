@@ -6,6 +6,7 @@
 #define OCF_API_H_
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "buffer.h"
@@ -43,6 +44,12 @@ void api_io_cache_drop(struct api_io_cache *c);
  * caller is inside the driver gate. */
 ssize_t api_io_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
 		       struct api_io_cache *cache, struct ocf_io *io, bool *owns_handle);
+/* The rest of api_io() for a request api_io_prepare() resolved (prep: its
+ * result), possibly ahead of time: runs it, counts it when t0 is a
+ * statistics start time (stats_io_begin(); 0: not counted), logs a failure
+ * and drops the handle it owns.  The caller is inside the driver gate. */
+ssize_t api_io_run(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset, bool write,
+		   uint64_t t0, ssize_t prep, struct ocf_io *io, bool owns_handle);
 /* Logs a failed read or write the way cuFileRead/cuFileWrite do. */
 void api_io_log_failure(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
 			bool write, ssize_t ret);
