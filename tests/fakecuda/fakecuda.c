@@ -1215,6 +1215,7 @@ enum op_kind {
 	OP_EVREC,
 	OP_EVWAIT,
 	OP_FREE,
+	OP_STREAMWAIT, /* implicit synchronisation with another stream (ud, gen) */
 };
 
 struct fc_op {
@@ -1360,6 +1361,15 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		event_put(e);
 		break;
 	}
+	case OP_STREAMWAIT: {
+		struct CUstream_st *t = op->ud;
+		pthread_mutex_lock(&t->mu);
+		while (t->done < op->gen)
+			pthread_cond_wait(&t->cv, &t->mu);
+		pthread_mutex_unlock(&t->mu);
+		stream_put(t);
+		break;
+	}
 	case OP_FREE: {
 		pthread_mutex_lock(&g_mu);
 		struct fc_alloc *a = tab_find((uintptr_t)op->ptr);
@@ -1498,14 +1508,107 @@ static void stream_sync(struct CUstream_st *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* Synchronous operations first let the default stream drain. */
+/*
+ * The legacy default stream's implicit synchronisation, as CUDA does it:
+ * work queued on the legacy stream waits for the work queued before it on
+ * every blocking stream (created without CU_STREAM_NON_BLOCKING) of the
+ * context, and work queued on a blocking stream waits for the work queued
+ * before it on the legacy stream.  Non-blocking streams take no part.  A
+ * barrier op (OP_STREAMWAIT) snapshots the other stream's enqueue counter;
+ * g_order_mu makes snapshots and pushes one step, so two streams can never
+ * wait for each other's later work.  (The fake has one legacy stream for all
+ * contexts; the per-thread default stream is the legacy one.)
+ */
+static pthread_mutex_t g_order_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool is_blocking(const struct CUstream_st *s)
+{
+	return !s->is_default && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* Blocking streams of ctx (NULL: every context), each with a reference;
+ * the caller puts them and frees the array.  *n = 0 when none (or OOM). */
+static struct CUstream_st **blocking_streams(CUcontext ctx, size_t *n)
+{
+	pthread_mutex_lock(&g_mu);
+	size_t k = 0;
+	for (struct CUstream_st *t = g_streams; t; t = t->next)
+		k += is_blocking(t) && (!ctx || t->ctx == ctx);
+	struct CUstream_st **v = k ? malloc(k * sizeof(*v)) : NULL;
+	*n = 0;
+	if (v)
+		for (struct CUstream_st *t = g_streams; t; t = t->next)
+			if (is_blocking(t) && (!ctx || t->ctx == ctx)) {
+				t->refs++;
+				v[(*n)++] = t;
+			}
+	pthread_mutex_unlock(&g_mu);
+	return v;
+}
+
+/* Caller holds g_order_mu.  Makes s wait for what is queued on t now. */
+static void push_barrier(struct CUstream_st *s, struct CUstream_st *t)
+{
+	pthread_mutex_lock(&t->mu);
+	uint64_t target = t->enq;
+	bool pending = t->done < target;
+	pthread_mutex_unlock(&t->mu);
+	if (!pending)
+		return;
+	struct fc_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return;
+	pthread_mutex_lock(&g_mu);
+	t->refs++; /* put by the barrier */
+	pthread_mutex_unlock(&g_mu);
+	op->kind = OP_STREAMWAIT;
+	op->ud = t;
+	op->gen = target;
+	stream_push(s, op);
+}
+
+/* Caller holds g_order_mu; s is about to receive work in context ctx. */
+static void implicit_barriers(struct CUstream_st *s, CUcontext ctx)
+{
+	if (s->is_default) {
+		size_t n;
+		struct CUstream_st **v = blocking_streams(ctx, &n);
+		for (size_t i = 0; i < n; i++) {
+			push_barrier(s, v[i]);
+			stream_put(v[i]);
+		}
+		free(v);
+	} else if (is_blocking(s)) {
+		pthread_mutex_lock(&g_mu);
+		struct CUstream_st *d = g_default;
+		if (d)
+			d->refs++;
+		pthread_mutex_unlock(&g_mu);
+		if (d) {
+			push_barrier(s, d);
+			stream_put(d);
+		}
+	}
+}
+
+/* Synchronous operations run on the legacy stream: they wait for it and,
+ * through it, for every blocking stream of the context. */
 static void drain_default(void)
 {
+	CUcontext c = NULL;
+	cur_ctx(&c);
 	pthread_mutex_lock(&g_mu);
 	struct CUstream_st *s = g_default;
 	if (s)
 		s->refs++;
 	pthread_mutex_unlock(&g_mu);
+	size_t n;
+	struct CUstream_st **v = blocking_streams(c, &n);
+	for (size_t i = 0; i < n; i++) {
+		stream_sync(v[i]);
+		stream_put(v[i]);
+	}
+	free(v);
 	if (s) {
 		stream_sync(s);
 		stream_put(s);
@@ -1516,7 +1619,8 @@ static void drain_default(void)
 static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 {
 	struct CUstream_st *s;
-	CUresult r = stream_get(h, &s, NULL);
+	CUcontext ctx = NULL;
+	CUresult r = stream_get(h, &s, &ctx);
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct fc_op *op = malloc(sizeof(*op));
@@ -1525,7 +1629,10 @@ static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*op = *tmpl;
+	pthread_mutex_lock(&g_order_mu);
+	implicit_barriers(s, ctx);
 	stream_push(s, op);
+	pthread_mutex_unlock(&g_order_mu);
 	stream_put(s);
 	return CUDA_SUCCESS;
 }
