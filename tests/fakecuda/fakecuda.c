@@ -21,6 +21,11 @@
  *   sleeping the configured delay before each one.  Streams and events are
  *   refcounted (registry + in-flight operations) so that destroy is
  *   asynchronous, as in the real driver.
+ * - Kernels: the fake runs no GPU code.  cuModuleLoadData accepts a PTX
+ *   text only if it defines one of the project's known kernels
+ *   (tests/gpu/ptx_kernels.h), and cuLaunchKernel runs those on the stream
+ *   in C: ocf_checksum (sum of buf[i] * (i % 251 + 1) added to *out) and
+ *   ocf_spin (sleeps ns).  Anything else is CUDA_ERROR_NOT_SUPPORTED.
  */
 #define _GNU_SOURCE
 #include "fakecuda.h"
@@ -1216,6 +1221,8 @@ enum op_kind {
 	OP_EVWAIT,
 	OP_FREE,
 	OP_STREAMWAIT, /* implicit synchronisation with another stream (ud, gen) */
+	OP_CHECKSUM,   /* emulated kernel ocf_checksum(src, n, dst) */
+	OP_SPIN,       /* emulated kernel ocf_spin(val ns) */
 };
 
 struct fc_op {
@@ -1361,6 +1368,17 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		event_put(e);
 		break;
 	}
+	case OP_CHECKSUM: {
+		const uint8_t *b = op->src;
+		uint64_t sum = 0;
+		for (size_t i = 0; i < op->n; i++)
+			sum += (uint64_t)b[i] * (i % 251 + 1);
+		__atomic_fetch_add((uint64_t *)op->dst, sum, __ATOMIC_RELAXED);
+		break;
+	}
+	case OP_SPIN:
+		sleep_us((unsigned)(op->val / 1000));
+		break;
 	case OP_STREAMWAIT: {
 		struct CUstream_st *t = op->ud;
 		pthread_mutex_lock(&t->mu);
@@ -2871,4 +2889,94 @@ FC_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void *value, CUpointer_at
 	}
 	pthread_mutex_unlock(&g_mu);
 	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Modules and kernels (the project's known kernels only)              */
+/* ------------------------------------------------------------------ */
+
+enum fc_kernel { FK_CHECKSUM, FK_SPIN, FK_NKERNELS };
+static const char *const fc_kernel_name[FK_NKERNELS] = {"ocf_checksum", "ocf_spin"};
+
+struct CUfunc_st {
+	enum fc_kernel kind;
+};
+static struct CUfunc_st fc_funcs[FK_NKERNELS] = {{FK_CHECKSUM}, {FK_SPIN}};
+
+struct CUmod_st {
+	bool has[FK_NKERNELS];
+};
+
+FC_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+	ENTER();
+	if (!module || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUmod_st m = {{false}};
+	bool any = false;
+	for (int k = 0; k < FK_NKERNELS; k++) {
+		char entry[64];
+		snprintf(entry, sizeof(entry), ".entry %s(", fc_kernel_name[k]);
+		m.has[k] = strstr(image, entry) != NULL;
+		any |= m.has[k];
+	}
+	if (!any)
+		return CUDA_ERROR_NOT_SUPPORTED; /* the fake runs no other code */
+	struct CUmod_st *p = malloc(sizeof(*p));
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = m;
+	*module = p;
+	return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	ENTER();
+	if (!hfunc || !hmod || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (int k = 0; k < FK_NKERNELS; k++)
+		if (hmod->has[k] && !strcmp(name, fc_kernel_name[k])) {
+			*hfunc = &fc_funcs[k];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+FC_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+	ENTER();
+	if (!hmod)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(hmod);
+	return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+					  unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+					  void **kernelParams, void **extra)
+{
+	ENTER();
+	(void)sharedMemBytes;
+	if (!f || !kernelParams || extra || !gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY ||
+	    !blockDimZ)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_op op = {0};
+	if (f->kind == FK_SPIN) {
+		op.kind = OP_SPIN;
+		op.val = *(uint64_t *)kernelParams[0];
+		return enqueue(hStream, &op);
+	}
+	CUdeviceptr buf = *(CUdeviceptr *)kernelParams[0], out = *(CUdeviceptr *)kernelParams[2];
+	uint64_t n = *(uint64_t *)kernelParams[1];
+	void *src = NULL, *dst;
+	if ((n && dev_range(buf, (size_t)n, &src) != CUDA_SUCCESS) || dev_range(out, 8, &dst) != CUDA_SUCCESS ||
+	    out % 8)
+		return CUDA_ERROR_ILLEGAL_ADDRESS;
+	op.kind = OP_CHECKSUM;
+	op.src = src;
+	op.n = (size_t)n;
+	op.dst = dst;
+	return enqueue(hStream, &op);
 }

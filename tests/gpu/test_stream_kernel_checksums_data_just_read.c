@@ -8,9 +8,9 @@
  * a checksum kernel (PTX, JIT-compiled by the driver) over the buffer,
  * copy the result out.  Every round's checksum must equal the CPU's over the
  * file range: a kernel that ran before the read finished, or a read that
- * landed before the clobbering memset, gives another sum.  Skipped (77)
- * where the driver cannot load modules (the stand-in driver of the CPU
- * suite).
+ * landed before the clobbering memset, gives another sum.  The stand-in
+ * driver of the CPU suite runs the two kernels of ptx_kernels.h in C, so
+ * this runs there too; skipped (77) where a driver cannot load modules.
  */
 #include "async_test_util.h"
 #include "gpu/ptx_kernels.h"
