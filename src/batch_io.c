@@ -240,10 +240,15 @@ static void retire(struct bio_worker *w, int j)
 {
 	struct bio_buf *bb = &w->buf[j];
 	if (bb->copies) {
-		CUresult r = bb->recorded ? gpu_event_wait(w->lane->ev[j]) : ocf_cu.StreamSynchronize(w->lane->nb_stream);
+		CUstream s = w->lane->nb_stream;
+		CUresult r = bb->recorded ? gpu_event_wait(w->lane->ev[j]) : ocf_cu.StreamSynchronize(s);
 		if (r != CUDA_SUCCESS) {
 			long err = cuda_error("waiting for staging copies", r);
-			w->dirty = true;
+			/* A failed wait does not cancel the copies: none may land
+			 * after its entry completed, and the buffer must be idle.
+			 * A stream that cannot be drained costs the lane (drain). */
+			if (!bb->recorded || ocf_cu.StreamSynchronize(s) != CUDA_SUCCESS)
+				w->dirty = true;
 			for (struct bio_item *it = bb->head; it; it = it->next)
 				if (it->copied) {
 					it->copied = false;
@@ -314,8 +319,8 @@ static void drain(struct bio_worker *w)
 	}
 	bool clean = true;
 	if (w->dirty) {
-		/* A failed wait does not cancel copies: none may land after
-		 * their entries completed, and the buffers must be idle. */
+		/* A stream retire() could not drain: one more try before the
+		 * lane is given back, else it is discarded. */
 		CUresult r = ocf_cu.StreamSynchronize(w->lane->nb_stream);
 		if (r != CUDA_SUCCESS) {
 			log_error("batch I/O: staging stream could not be drained (%s): lane discarded",
