@@ -483,7 +483,7 @@ workload async256 0 60 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE
 # alone, both; the kernel lasts as long as the I/O alone did).
 if [ -x "$OVERLAP" ]; then
 	PROG=$OVERLAP workload ovl_async 0 60 20 "${F[@]}" -x 3 -s "$SIZE" -i 16M -b
-	PROG=$OVERLAP workload ovl_batch 0 60 20 "${F[@]}" -x 5 -B 128 -s "$BATCHSZ" -i 64K -b
+	PROG=$OVERLAP workload ovl_batch 0 60 20 "${F[@]}" -x 5 -B 128 -s "$BATCHSZ" -i 64K -b -t 5
 elif wanted ovl_async || wanted ovl_batch; then
 	say "gpu-bench: $OVERLAP not built: ovl_async and ovl_batch skipped"
 fi
