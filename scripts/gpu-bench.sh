@@ -21,6 +21,7 @@
 #
 # Environment (all optional):
 #   BUILD=build-gpu  GDSIO=$BUILD/tools/gdsio  CEILINGS=$BUILD/bench/ceilings
+#   OVERLAP=$BUILD/bench/overlap (the ovl_* workloads: I/O while a kernel runs)
 #   OPENCUFILE_LIB=$BUILD/libcufile.so.0    NV_LIBDIR=/usr/local/cuda/targets/x86_64-linux/lib
 #   OUT=./gpu-out  GPU_SCRATCH=./gpu-scratch (must be on the real disk, not tmpfs)
 #   GPU_BENCH_REPS=3  GPU_BENCH_BUDGET=420 (seconds; later workloads are skipped
@@ -46,6 +47,8 @@ BUILD=${BUILD:-$ROOT/build-gpu}
 GDSIO=${GDSIO:-$BUILD/tools/gdsio}
 CEILINGS=${CEILINGS:-$BUILD/bench/ceilings}
 GDSCHECK=${GDSCHECK:-$BUILD/tools/gdscheck}
+OVERLAP=${OVERLAP:-$BUILD/bench/overlap}
+PROG=$GDSIO # what run_gdsio runs: gdsio, or bench/overlap for the ovl_* workloads
 OURLIB=${OPENCUFILE_LIB:-$BUILD/libcufile.so.0}
 NV_LIBDIR=${NV_LIBDIR:-/usr/local/cuda/targets/x86_64-linux/lib}
 OUT=${OUT:-$ROOT/gpu-out}
@@ -179,11 +182,11 @@ run_gdsio() {
 	if [ "$lib" = nv ]; then
 		udev_on
 		timeout -k 3 "$tmo" env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
+			CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$PROG" "${args[@]}" >"$RUNOUT" 2>&1 &
 	else
 		rm -f "$OUT/ours-stats.bin"
 		timeout -k 3 "$tmo" env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
-			OPENCUFILE_STATS_FILE="$OUT/ours-stats.bin" "$GDSIO" "${args[@]}" >"$RUNOUT" 2>&1 &
+			OPENCUFILE_STATS_FILE="$OUT/ours-stats.bin" "$PROG" "${args[@]}" >"$RUNOUT" 2>&1 &
 	fi
 	CHILD=$!
 	wait "$CHILD"
@@ -198,7 +201,7 @@ run_gdsio() {
 		[ -n "$pin" ] && PIN[$id]="$pin"
 	fi
 	{
-		echo "### [t=$(elapsed)s] $id $lib rep=$rep rc=$rc: gdsio ${args[*]}${UDEV_NOTE:+ ($UDEV_NOTE)}"
+		echo "### [t=$(elapsed)s] $id $lib rep=$rep rc=$rc: $(basename "$PROG") ${args[*]}${UDEV_NOTE:+ ($UDEV_NOTE)}"
 		cat "$RUNOUT"
 	} >>"$RAW"
 	st=$(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == "Status:") print $(i + 1)}' "$RUNOUT" | sort -u |
@@ -211,7 +214,7 @@ run_gdsio() {
 	*) [ -z "$st" ] && st="rc=$rc" ;;
 	esac
 	# Which libcufile did it really load?
-	libline=$(grep -m1 '^# gdsio: cuFile library' "$RUNOUT")
+	libline=$(grep -m1 -E '^# [a-z]+: cuFile library' "$RUNOUT")
 	if [ -n "$libline" ]; then
 		if [ "$lib" = ours ]; then want="mapped: 1: $OURREAL)"; else want="mapped: 1: $NVREAL/"; fi
 		case $libline in *"$want"*) ;; *) st="WRONG_LIBRARY"; log "!!! expected $want in: $libline" ;; esac
@@ -224,7 +227,7 @@ run_gdsio() {
 		return 1
 	fi
 	((rep == 0)) && return 0
-	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB; do
+	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB overlap io_GB_per_sec io_GB_per_sec_with_kernel; do
 		v=$(awk -v k="$m:" '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == k) print $(i + 1)}' "$RUNOUT" | head -1)
 		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} $v"
 	done
@@ -383,6 +386,12 @@ ROWS=(
 	"batch128|GB_per_sec|batch 128 x 64 KiB, warm, unregistered (GB/s)|completes, >= 13.4 (2x 6.7)|ge:13.4|0"
 	"batch32r|GB_per_sec|batch 32 x 64 KiB, warm, registered (GB/s)|(NVIDIA's best batch: 6.7)||0"
 	"async256|GB_per_sec|256 x 16 MiB cuFileReadAsync, one stream (GB/s)|all complete, ~ sync 16 MiB rate|xrow:0.9:t1_16m|0"
+	"ovl_async|overlap|reads while a kernel runs: 16 MiB cuFileReadAsync ops on one stream, spin kernel on another: overlap (1 = I/O hidden)|close to 1||0"
+	"ovl_async|io_GB_per_sec|  ... I/O alone (GB/s)|||0"
+	"ovl_async|io_GB_per_sec_with_kernel|  ... I/O while the kernel runs (GB/s)|~ I/O alone||0"
+	"ovl_batch|overlap|reads while a kernel runs: batches of 128 x 64 KiB, spin kernel on another stream: overlap|close to 1||0"
+	"ovl_batch|io_GB_per_sec|  ... I/O alone (GB/s)|||0"
+	"ovl_batch|io_GB_per_sec_with_kernel|  ... I/O while the kernel runs (GB/s)|~ I/O alone||0"
 	"cold_buf|GB_per_sec|cold, buffered fd, 1 thread x 16 MiB (GB/s)|>= 0.9x disk|xceil:0.9:disk_odirect_read_best|0"
 	"cold_dio|GB_per_sec|cold, O_DIRECT fd, 1 thread x 16 MiB (GB/s)|>= 0.9x disk|xceil:0.9:disk_odirect_read_best|0"
 	"wr_dio|GB_per_sec|write from GPU, O_DIRECT, 1 thread x 16 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_odirect_1x16MiB|0"
@@ -492,6 +501,14 @@ workload lat4k    0 60 25 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 4K -I 2 -
 workload batch128 0 15 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload batch32r 0 15 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload async256 0 60 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
+# I/O overlapped with a compute kernel (bench/overlap: kernel alone, I/O
+# alone, both; the kernel lasts as long as the I/O alone did).
+if [ -x "$OVERLAP" ]; then
+	PROG=$OVERLAP workload ovl_async 0 60 20 "${F[@]}" -x 3 -s "$SIZE" -i 16M -b
+	PROG=$OVERLAP workload ovl_batch 0 60 20 "${F[@]}" -x 5 -B 128 -s "$BATCHSZ" -i 64K -b -t 5
+elif wanted ovl_async || wanted ovl_batch; then
+	say "gpu-bench: $OVERLAP not built: ovl_async and ovl_batch skipped"
+fi
 drvopen
 
 if wanted ceilings || wanted wr_dio || wanted wr_buf; then

@@ -122,6 +122,14 @@ int async_start(void)
 	return r;
 }
 
+int async_thread_count(void)
+{
+	pthread_mutex_lock(&q_lock);
+	int n = nthreads;
+	pthread_mutex_unlock(&q_lock);
+	return n;
+}
+
 void async_submit_list(struct async_op *first)
 {
 	if (!first)

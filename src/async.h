@@ -20,6 +20,8 @@ struct async_op {
 /* Starts the executor threads if they are not running.  Call it inside the
  * driver gate before submitting.  Returns 0 or an error. */
 int async_start(void);
+/* Threads running (after async_start). */
+int async_thread_count(void);
 /* Appends ops (linked through op->next, NULL terminated) to the FIFO in one
  * step.  Each op carries one driver hold.  Never calls CUDA, never blocks
  * for long: it may be called from a CUDA host function. */

@@ -4,35 +4,55 @@
  *
  * DESIGN
  * A batch is a fixed array of `cap` entries (cap = the SetUp size, at most
- * properties.io_batchsize).  An entry is FREE, QUEUED (in the executor's
- * FIFO or just handed to a thread), RUNNING, or DONE (its event waits in
- * the completion ring for GetStatus).  Submit takes FREE entries, so at
- * most cap - (entries submitted and not yet reported) may be submitted;
- * GetStatus reports DONE entries in completion order and frees them.  Each
- * entry is one async_op: an executor thread runs the synchronous
- * cuFileRead/cuFileWrite path for it (api_io), so batch entries get every
- * property of the synchronous path (any memory kind, alignment, the
- * parallel engine) and per-entry failures land in the entry's event.
+ * properties.io_batchsize).  An entry is FREE, QUEUED (submitted, not
+ * started), RUNNING, or DONE (its event waits in the completion ring for
+ * GetStatus).  Submit takes FREE entries, so at most cap - (entries
+ * submitted and not yet reported) may be submitted; GetStatus reports DONE
+ * entries in completion order and frees them.
+ *
+ * Execution: a Submit becomes one job shared by W executor operations
+ * (W = min(executor threads, entries); OPENCUFILE_BATCH_WORKERS for
+ * experiments).  Each operation's thread claims consecutive entries of the
+ * job, `per_claim` at a time (about nr / W, so one claim each when all
+ * threads are free; OPENCUFILE_BATCH_CLAIM), from an atomic cursor until
+ * none is left, and serves them with the batch data path (batch_io.c): one
+ * staging lane per thread, merged preads and copies, one event wait and
+ * one completion lock per staging buffer.  A thread that starts late or
+ * runs slow simply claims less.  Per-entry failures land in the entry's
+ * event; everything the synchronous path accepts works (any memory kind,
+ * alignment, the parallel engine for large entries), since what the staged
+ * path does not serve goes through it.
  *
  * Identity: a CUfileBatchHandle_t is a key (generation << 24 | slot + 1),
  * looked up in a table like file handles, never dereferenced, so a stale,
  * destroyed or forged ID is refused.
  *
- * Lifetime: a batch is reference counted (table 1, each QUEUED/RUNNING
- * entry 1, each API call using it 1).  Destroy removes it from the table,
- * cancels entries not started and drops the table's reference; running
- * entries finish and the last reference frees the memory, so no executor
+ * Entry states live in one atomic word with a submission sequence number
+ * (seq << 2 | state), so that a thread claims an entry (QUEUED -> RUNNING)
+ * with one compare-and-swap and no lock, and a claim can never hit a later
+ * submission of the same entry: a job remembers the seq of each of its
+ * entries.  All other transitions happen under the batch's lock.
+ *
+ * Lifetime: a batch is reference counted (table 1, each live job 1, each
+ * API call using it 1); a job lives until its last operation has run or
+ * been taken out of the FIFO.  Destroy removes the batch from the table,
+ * cancels entries not started, waits for the running ones and drops the
+ * table's reference; the last reference frees the memory, so no executor
  * thread ever touches freed memory.
  *
- * Cancel: entries still in the FIFO are taken out (async_remove) and
- * completed as CUFILE_CANCELED at once; an entry a thread has already taken
- * but not started is marked and completes as CANCELED without I/O; running
- * entries finish.
+ * Cancel: operations still in the FIFO are taken out (async_remove), and
+ * every entry still QUEUED — in the FIFO, or in a job a thread has taken
+ * but not reached yet — completes as CUFILE_CANCELED at once; a thread
+ * that reaches it later finds its claim refused.  Running entries finish.
  *
  * Events: status CUFILE_COMPLETE with ret = bytes (short at end of file);
  * CUFILE_FAILED with ret = the internal error as a negative number cast to
  * size_t (-errno, e.g. (size_t)-EBADF, or (size_t)-CU_FILE_* code), so a
  * caller can print (ssize_t)ret; CUFILE_CANCELED with ret 0.
+ *
+ * Wake-ups: completions wake GetStatus only when enough are done for the
+ * smallest count a waiter asked for (wake_at), so a waiter for 128 entries
+ * wakes once, not once per staging buffer.
  *
  * Locks: table_lock (slots, next_gen) is taken before a batch's lock; a
  * batch's lock before the executor's queue lock.  The driver's state lock
@@ -42,6 +62,8 @@
 #include "batch.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,6 +72,7 @@
 
 #include "api.h"
 #include "async.h"
+#include "batch_io.h"
 #include "config.h"
 #include "driver.h"
 #include "internal.h"
@@ -60,34 +83,64 @@
 #define SLOT_MASK ((1ull << SLOT_BITS) - 1)
 
 enum entry_state { E_FREE, E_QUEUED, E_RUNNING, E_DONE };
+#define STATE_BITS 2
+#define STATE_MASK 3u
 
 struct batch;
 
 struct entry {
-	struct async_op aop;
-	struct batch *b;
-	/* Fields below are protected by the batch's lock, except p, which
-	 * the running thread reads after taking the entry (RUNNING). */
-	enum entry_state state;
-	bool cancel;
+	/* seq << STATE_BITS | state.  QUEUED -> RUNNING by the claiming thread
+	 * (compare-and-swap, no lock); every other change under the batch's
+	 * lock.  Acquire/release: the claim orders after Submit's writes. */
+	_Atomic uint64_t word;
+	/* Under the batch's lock. */
 	CUfileIOParams_t p;
 	CUfileStatus_t status;
 	ssize_t result;
 	uint64_t t0; /* statistics: submission time, 0 when not counting */
 };
 
+struct job;
+
+struct job_op {
+	struct async_op aop;
+	struct job *job;
+};
+
+struct member {
+	struct entry *e;
+	uint64_t seq;
+};
+
+/* One Submit: its entries, served by nops executor operations. */
+struct job {
+	struct job *prev, *next; /* the batch's live jobs, under its lock */
+	struct batch *b;
+	unsigned n, per_claim;
+	/* Next entry to claim.  Relaxed: it only hands out distinct indices;
+	 * each entry's claim is its own compare-and-swap. */
+	atomic_uint cursor;
+	unsigned nops, ops_live; /* ops_live: queued or running; batch lock */
+	struct job_op *ops;
+	struct member *m;
+	struct bio_item *items; /* items[i] serves m[i] */
+};
+
 struct batch {
-	pthread_mutex_t lock; /* protects everything below but key/cap/e[].b */
-	pthread_cond_t cv;    /* broadcast at every completion and at destroy */
+	pthread_mutex_t lock; /* protects everything below but key/cap */
+	pthread_cond_t cv;    /* completions (see wake_at), GetStatus takes, destroy */
 	uint64_t key;
 	unsigned cap;
 	unsigned used; /* entries not FREE */
 	int refs;
 	bool dead;
+	unsigned nwaiters; /* threads in cv */
+	unsigned wake_at;  /* broadcast when ndone reaches it */
 	unsigned nfree;
 	unsigned *free_idx; /* stack of FREE entry indices */
 	unsigned done_head, ndone;
 	unsigned *done_ring; /* DONE entries in completion order */
+	struct job *jobs;
 	struct entry e[];
 };
 
@@ -131,64 +184,122 @@ static void batch_put(struct batch *b)
 		batch_free(b);
 }
 
-/* Caller holds b->lock. */
+static unsigned state_of(uint64_t word) { return (unsigned)(word & STATE_MASK); }
+
+static void wake_locked(struct batch *b)
+{
+	b->wake_at = UINT_MAX;
+	pthread_cond_broadcast(&b->cv);
+}
+
+/* Caller holds b->lock; e is RUNNING or QUEUED (cancel). */
 static void complete_locked(struct batch *b, struct entry *e, CUfileStatus_t status, ssize_t result)
 {
-	e->state = E_DONE;
+	uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
+	atomic_store_explicit(&e->word, (w & ~(uint64_t)STATE_MASK) | E_DONE, memory_order_relaxed);
 	e->status = status;
 	e->result = result;
 	b->done_ring[(b->done_head + b->ndone) % b->cap] = (unsigned)(e - b->e);
 	b->ndone++;
-	pthread_cond_broadcast(&b->cv);
+	if (b->ndone >= b->wake_at)
+		wake_locked(b);
 }
 
-/* Executor side of one entry. */
-static void entry_run(struct async_op *op)
+/* Caller holds b->lock; the job has no operation left.  The caller drops
+ * the job's reference to the batch. */
+static void job_unlink_locked(struct batch *b, struct job *j)
 {
-	struct entry *e = (struct entry *)((char *)op - offsetof(struct entry, aop));
-	struct batch *b = e->b;
-	pthread_mutex_lock(&b->lock);
-	bool cancel = e->cancel;
-	if (!cancel)
-		e->state = E_RUNNING;
-	pthread_mutex_unlock(&b->lock);
+	if (j->prev)
+		j->prev->next = j->next;
+	else
+		b->jobs = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+}
 
-	ssize_t r = 0;
-	CUfileStatus_t st = CUFILE_CANCELED;
-	bool write = e->p.opcode == CUFILE_WRITE;
-	if (!cancel) {
-		r = api_io(e->p.fh, e->p.u.batch.devPtr_base, e->p.u.batch.size, e->p.u.batch.file_offset,
-			   e->p.u.batch.devPtr_offset, write, false);
-		st = r >= 0 ? CUFILE_COMPLETE : CUFILE_FAILED;
+/* batch_io's completion callback: items that finished, under one lock. */
+static void job_items_done(void *arg, struct bio_item *list)
+{
+	struct job *j = arg;
+	struct batch *b = j->b;
+	for (struct bio_item *it = list; it; it = it->next) {
+		struct entry *e = j->m[it - j->items].e;
+		stats_batch_entry_done(it->write, it->result >= 0, it->result > 0 ? (size_t)it->result : 0, e->t0);
 	}
-	stats_batch_entry_done(write, st == CUFILE_COMPLETE, r > 0 ? (size_t)r : 0, e->t0);
+	pthread_mutex_lock(&b->lock);
+	for (struct bio_item *it = list; it; it = it->next)
+		complete_locked(b, j->m[it - j->items].e, it->result >= 0 ? CUFILE_COMPLETE : CUFILE_FAILED,
+				it->result);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Executor side: claims entries of the job until none is left. */
+static void job_run(struct async_op *aop)
+{
+	struct job *j = ((struct job_op *)((char *)aop - offsetof(struct job_op, aop)))->job;
+	struct batch *b = j->b;
+	struct bio_worker w;
+	bio_begin(&w, job_items_done, j);
+	for (;;) {
+		unsigned i = atomic_fetch_add_explicit(&j->cursor, j->per_claim, memory_order_relaxed);
+		if (i >= j->n)
+			break;
+		unsigned end = OCF_MIN(i + j->per_claim, j->n);
+		for (; i < end; i++) {
+			struct member *m = &j->m[i];
+			uint64_t expect = m->seq << STATE_BITS | E_QUEUED;
+			/* Fails when a cancel completed the entry first. */
+			if (atomic_compare_exchange_strong_explicit(&m->e->word, &expect,
+								    m->seq << STATE_BITS | E_RUNNING,
+								    memory_order_acquire, memory_order_relaxed))
+				bio_add(&w, &j->items[i]);
+		}
+	}
+	bio_end(&w);
 
 	pthread_mutex_lock(&b->lock);
-	complete_locked(b, e, st, r);
-	bool last = --b->refs == 0;
+	bool job_gone = --j->ops_live == 0, last = false;
+	if (job_gone) {
+		job_unlink_locked(b, j);
+		last = --b->refs == 0;
+	}
 	pthread_mutex_unlock(&b->lock);
+	if (job_gone)
+		free(j);
 	if (last)
 		batch_free(b);
 }
 
 /* Caller holds b->lock.  Cancels the entries not started yet; returns how
- * many were taken out of the FIFO, whose driver holds the caller must
- * release (after unlocking) — their batch references are dropped here,
- * never the last one since the caller holds one. */
+ * many executor operations were taken out of the FIFO, whose driver holds
+ * the caller must release (after unlocking). */
 static unsigned cancel_locked(struct batch *b)
 {
 	unsigned removed = 0;
+	for (struct job *j = b->jobs, *next; j; j = next) {
+		next = j->next;
+		for (unsigned k = 0; k < j->nops; k++)
+			if (async_remove(&j->ops[k].aop)) {
+				removed++;
+				j->ops_live--;
+			}
+		if (j->ops_live == 0) {
+			job_unlink_locked(b, j);
+			b->refs--; /* never the last: the caller holds one */
+			free(j);
+		}
+	}
 	for (unsigned i = 0; i < b->cap; i++) {
 		struct entry *e = &b->e[i];
-		if (e->state != E_QUEUED || e->cancel)
+		uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
+		if (state_of(w) != E_QUEUED)
 			continue;
-		e->cancel = true;
-		if (async_remove(&e->aop)) {
-			stats_batch_entry_done(e->p.opcode == CUFILE_WRITE, false, 0, e->t0);
-			complete_locked(b, e, CUFILE_CANCELED, 0);
-			b->refs--;
-			removed++;
-		}
+		/* Races only with a thread claiming it. */
+		if (!atomic_compare_exchange_strong_explicit(&e->word, &w, (w & ~(uint64_t)STATE_MASK) | E_DONE,
+							     memory_order_relaxed, memory_order_relaxed))
+			continue;
+		stats_batch_entry_done(e->p.opcode == CUFILE_WRITE, false, 0, e->t0);
+		complete_locked(b, e, CUFILE_CANCELED, 0);
 	}
 	return removed;
 }
@@ -223,11 +334,11 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 	b->cap = nr;
 	b->refs = 1; /* the table's */
 	for (unsigned i = 0; i < nr; i++) {
-		b->e[i].b = b;
-		b->e[i].aop.run = entry_run;
+		atomic_init(&b->e[i].word, E_FREE);
 		b->free_idx[i] = nr - 1 - i; /* entry 0 is taken first */
 	}
 	b->nfree = nr;
+	b->wake_at = UINT_MAX;
 
 	pthread_mutex_lock(&table_lock);
 	size_t idx = nslots;
@@ -255,6 +366,46 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 	return 0;
 }
 
+/* Executor operations for n entries, and entries per claim. */
+static void plan_job(unsigned n, unsigned *nops, unsigned *per_claim)
+{
+	unsigned w = (unsigned)async_thread_count();
+	const char *env = ocf_getenv("OPENCUFILE_BATCH_WORKERS"); /* experiments */
+	if (env && *env)
+		w = (unsigned)strtoul(env, NULL, 10);
+	w = OCF_MAX(OCF_MIN(w, n), 1u);
+	unsigned k = (n + w - 1) / w;
+	env = ocf_getenv("OPENCUFILE_BATCH_CLAIM"); /* experiments */
+	if (env && *env)
+		k = OCF_MAX((unsigned)strtoul(env, NULL, 10), 1u);
+	*per_claim = k;
+	/* No operation that could only find the cursor at the end. */
+	*nops = OCF_MIN(w, (n + k - 1) / k);
+}
+
+static struct job *job_new(unsigned n, unsigned nops, unsigned per_claim)
+{
+	size_t sz = sizeof(struct job) + nops * sizeof(struct job_op) + n * sizeof(struct member) +
+		    n * sizeof(struct bio_item);
+	struct job *j = malloc(sz); /* Submit fills every member and item */
+	if (!j)
+		return NULL;
+	*j = (struct job){0};
+	j->ops = (struct job_op *)(j + 1);
+	j->m = (struct member *)(j->ops + nops);
+	j->items = (struct bio_item *)(j->m + n);
+	j->n = n;
+	j->nops = j->ops_live = nops;
+	j->per_claim = per_claim;
+	atomic_init(&j->cursor, 0);
+	for (unsigned k = 0; k < nops; k++)
+		j->ops[k] = (struct job_op){
+		    .aop = {.run = job_run, .next = k + 1 < nops ? &j->ops[k + 1].aop : NULL},
+		    .job = j,
+		};
+	return j;
+}
+
 int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *params, unsigned flags)
 {
 	(void)flags; /* reserved */
@@ -272,11 +423,30 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		batch_put(b);
 		return r;
 	}
+	unsigned nops, per_claim;
+	plan_job(nr, &nops, &per_claim);
+	struct job *j = job_new(nr, nops, per_claim);
+	if (!j) {
+		batch_put(b);
+		return OCF_ERR(CU_FILE_NOMEM_ERROR);
+	}
+	j->b = b;
+	for (unsigned i = 0; i < nr; i++) {
+		const CUfileIOParams_t *p = &params[i];
+		j->items[i] = (struct bio_item){
+		    .fh = p->fh,
+		    .base = p->u.batch.devPtr_base,
+		    .size = p->u.batch.size,
+		    .file_offset = p->u.batch.file_offset,
+		    .buf_offset = p->u.batch.devPtr_offset,
+		    .write = p->opcode == CUFILE_WRITE,
+		};
+	}
 	uint64_t t0 = stats_io_begin();
-	struct async_op *first = NULL, **link = &first;
-	/* One hold per entry, released by the executor or by a cancel; taken
-	 * before the batch lock (the driver's lock never nests inside it). */
-	driver_hold(nr);
+	/* One hold per executor operation, released by the executor or by a
+	 * cancel; taken before the batch lock (the driver's lock never nests
+	 * inside it). */
+	driver_hold(nops);
 	pthread_mutex_lock(&b->lock);
 	if (b->dead || nr > b->cap)
 		r = OCF_ERR(CU_FILE_INVALID_VALUE);
@@ -284,24 +454,29 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		r = OCF_ERR(CU_FILE_BATCH_FULL);
 	if (r) {
 		pthread_mutex_unlock(&b->lock);
-		release_holds(nr);
+		release_holds(nops);
+		free(j);
 		batch_put(b);
 		return r;
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		struct entry *e = &b->e[b->free_idx[--b->nfree]];
 		e->p = params[i];
-		e->state = E_QUEUED;
-		e->cancel = false;
 		e->t0 = t0;
-		*link = &e->aop;
-		link = &e->aop.next;
+		uint64_t seq = (atomic_load_explicit(&e->word, memory_order_relaxed) >> STATE_BITS) + 1;
+		/* Release: a thread whose claim sees QUEUED sees the job. */
+		atomic_store_explicit(&e->word, seq << STATE_BITS | E_QUEUED, memory_order_release);
+		j->m[i] = (struct member){.e = e, .seq = seq};
 	}
-	*link = NULL;
 	b->used += nr;
-	b->refs += (int)nr;
+	b->refs++; /* the job's */
+	j->next = b->jobs;
+	if (b->jobs)
+		b->jobs->prev = j;
+	b->jobs = j;
+	/* Under the batch lock: a cancel must find the operations queued. */
+	async_submit_list(&j->ops[0].aop);
 	pthread_mutex_unlock(&b->lock);
-	async_submit_list(first);
 	stats_batch_submit(true, nr, t0);
 	batch_put(b);
 	return 0;
@@ -346,9 +521,12 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 	/* `want` is recomputed each pass: another GetStatus caller may have
 	 * taken events meanwhile, leaving fewer outstanding. */
 	while (b->ndone < want && !b->dead && (want = OCF_MIN(OCF_MIN(min_nr, room), b->used)) > b->ndone) {
-		if (!timeout)
-			pthread_cond_wait(&b->cv, &b->lock);
-		else if (pthread_cond_timedwait(&b->cv, &b->lock, &deadline) == ETIMEDOUT)
+		b->wake_at = OCF_MIN(b->wake_at, want);
+		b->nwaiters++;
+		int w = timeout ? pthread_cond_timedwait(&b->cv, &b->lock, &deadline)
+				: pthread_cond_wait(&b->cv, &b->lock);
+		b->nwaiters--;
+		if (w == ETIMEDOUT)
 			break;
 	}
 	unsigned n = OCF_MIN(b->ndone, room);
@@ -360,10 +538,14 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 		events[i].cookie = e->p.cookie;
 		events[i].status = e->status;
 		events[i].ret = (size_t)e->result;
-		e->state = E_FREE;
+		uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
+		atomic_store_explicit(&e->word, (w & ~(uint64_t)STATE_MASK) | E_FREE, memory_order_relaxed);
 		b->free_idx[b->nfree++] = idx;
 		b->used--;
 	}
+	/* Other waiters may now wait for fewer entries. */
+	if (n && b->nwaiters)
+		wake_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	*nr = n;
 	batch_put(b);
@@ -383,13 +565,15 @@ int batch_cancel(CUfileBatchHandle_t id)
 	return 0;
 }
 
-/* Caller holds b->lock.  Entries an executor thread may still be working
- * on (taken from the FIFO, or running). */
+/* Caller holds b->lock.  Entries not finished: after a cancel, the running
+ * ones, which an executor thread is working on. */
 static bool busy_locked(const struct batch *b)
 {
-	for (unsigned i = 0; i < b->cap; i++)
-		if (b->e[i].state == E_QUEUED || b->e[i].state == E_RUNNING)
+	for (unsigned i = 0; i < b->cap; i++) {
+		unsigned st = state_of(atomic_load_explicit(&b->e[i].word, memory_order_relaxed));
+		if (st == E_QUEUED || st == E_RUNNING)
 			return true;
+	}
 	return false;
 }
 
@@ -410,11 +594,15 @@ int batch_destroy(CUfileBatchHandle_t id)
 	b->refs++; /* keep it while cancelling */
 	b->dead = true;
 	unsigned removed = cancel_locked(b);
-	pthread_cond_broadcast(&b->cv); /* GetStatus callers return */
+	wake_locked(b); /* GetStatus callers return */
 	/* The application may free its buffers once Destroy returns: wait for
-	 * entries already running (or taken by a thread) to finish. */
-	while (busy_locked(b))
+	 * entries already running to finish. */
+	while (busy_locked(b)) {
+		b->wake_at = 0; /* every completion */
+		b->nwaiters++;
 		pthread_cond_wait(&b->cv, &b->lock);
+		b->nwaiters--;
+	}
 	b->refs--;                      /* the table's reference */
 	pthread_mutex_unlock(&b->lock);
 	release_holds(removed);
@@ -436,7 +624,7 @@ void batch_cancel_all(void)
 	}
 	pthread_mutex_unlock(&table_lock);
 	if (removed)
-		log_info("driver close: %u batch entries cancelled", removed);
+		log_info("driver close: %u queued batch operation(s) cancelled", removed);
 	release_holds(removed);
 }
 

@@ -33,19 +33,10 @@
 
 enum mem_kind { MEM_HOST = 0, MEM_PINNED, MEM_DEVICE, MEM_MANAGED };
 
-struct meminfo {
-	enum mem_kind kind;
-	CUcontext ctx;
-	int ordinal;
-	unsigned long long buffer_id;
-	uintptr_t start; /* allocation range (device kinds) */
-	size_t size;
-};
-
 struct reg {
 	uintptr_t base;
 	size_t len;
-	struct meminfo mi;
+	struct ocf_meminfo mi;
 };
 
 /* reg_lock protects regs[], nregs, regcap. */
@@ -53,7 +44,7 @@ static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct reg *regs;
 static size_t nregs, regcap;
 
-static int classify(uintptr_t p, struct meminfo *mi)
+static int classify(uintptr_t p, struct ocf_meminfo *mi)
 {
 	memset(mi, 0, sizeof(*mi));
 	mi->kind = MEM_HOST;
@@ -104,13 +95,13 @@ static int classify(uintptr_t p, struct meminfo *mi)
 
 /* Is [p, p+len) inside the allocation?  The allocation's own range only:
  * a neighbouring allocation that happens to be contiguous does not count. */
-static bool device_range_ok(const struct meminfo *mi, uintptr_t p, size_t len)
+static bool device_range_ok(const struct ocf_meminfo *mi, uintptr_t p, size_t len)
 {
 	uintptr_t end = mi->start + mi->size;
 	return p >= mi->start && p <= end && len <= end - p;
 }
 
-static int fill_target(const struct meminfo *mi, uintptr_t p, struct ocf_target *t)
+static int fill_target(const struct ocf_meminfo *mi, uintptr_t p, struct ocf_target *t)
 {
 	memset(t, 0, sizeof(*t));
 	if (mi->kind == MEM_HOST || mi->kind == MEM_PINNED) {
@@ -154,7 +145,7 @@ static void set_sync_memops(uintptr_t p)
 }
 
 /* Classifies [p, p+len) for a registration. */
-static int classify_for_registration(uintptr_t p, size_t len, struct meminfo *mi)
+static int classify_for_registration(uintptr_t p, size_t len, struct ocf_meminfo *mi)
 {
 	int r = classify(p, mi);
 	if (r)
@@ -182,7 +173,7 @@ int buf_register(const void *base, size_t len, int flags)
 	uintptr_t p = (uintptr_t)base;
 	if (p + len < p)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
-	struct meminfo mi;
+	struct ocf_meminfo mi;
 	int r = classify_for_registration(p, len, &mi);
 	if (r)
 		return r;
@@ -266,7 +257,7 @@ static bool reg_is_live(const struct reg *g)
  * succeed, as it does with NVIDIA's library. */
 static void refresh_stale(const struct reg *stale)
 {
-	struct meminfo mi;
+	struct ocf_meminfo mi;
 	bool keep = classify_for_registration(stale->base, stale->len, &mi) == 0;
 	pthread_rwlock_wrlock(&reg_lock);
 	ssize_t i = find_le(stale->base);
@@ -293,13 +284,9 @@ static ssize_t find_covering(uintptr_t b)
 	return -1;
 }
 
-int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
+int buf_lookup(const void *base, struct ocf_bufinfo *bi)
 {
 	uintptr_t b = (uintptr_t)base;
-	uintptr_t p = b + (uintptr_t)off;
-	if (p < b || p + size < p)
-		return OCF_ERR(CU_FILE_INVALID_VALUE);
-
 	/* Twice at most: a stale registration is renewed (or dropped) and then
 	 * looked up again, so the renewed one governs this very I/O too. */
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -318,18 +305,38 @@ int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
 			refresh_stale(&found);
 			continue;
 		}
-		if (p + size > found.base + found.len)
+		*bi = (struct ocf_bufinfo){.registered = true, .reg_base = found.base, .reg_len = found.len, .mi = found.mi};
+		return 0;
+	}
+	memset(bi, 0, sizeof(*bi));
+	return classify(b, &bi->mi);
+}
+
+int buf_target(const struct ocf_bufinfo *bi, const void *base, off_t off, size_t size, struct ocf_target *t)
+{
+	uintptr_t b = (uintptr_t)base;
+	uintptr_t p = b + (uintptr_t)off;
+	if (p < b || p + size < p)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	if (bi->registered) {
+		if (p + size > bi->reg_base + bi->reg_len)
 			return OCF_ERR(CU_FILE_INVALID_VALUE);
-		int r = fill_target(&found.mi, p, t);
+		int r = fill_target(&bi->mi, p, t);
 		t->registered = true;
 		return r;
 	}
-
-	struct meminfo mi;
-	int r = classify(b, &mi);
-	if (r)
-		return r;
-	if ((mi.kind == MEM_DEVICE || mi.kind == MEM_MANAGED) && !device_range_ok(&mi, p, size))
+	if ((bi->mi.kind == MEM_DEVICE || bi->mi.kind == MEM_MANAGED) && !device_range_ok(&bi->mi, p, size))
 		return OCF_ERR(CU_FILE_CUDA_POINTER_RANGE_ERROR);
-	return fill_target(&mi, p, t);
+	return fill_target(&bi->mi, p, t);
+}
+
+int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t)
+{
+	uintptr_t b = (uintptr_t)base;
+	uintptr_t p = b + (uintptr_t)off;
+	if (p < b || p + size < p)
+		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	struct ocf_bufinfo bi;
+	int r = buf_lookup(base, &bi);
+	return r ? r : buf_target(&bi, base, off, size, t);
 }

@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct ocf_gpu;
@@ -33,5 +34,29 @@ void buf_deregister_all(void);
  * live registration (buffer ID checked) or a fresh classification of the
  * pointer.  Returns 0 or an error; on error nothing was touched. */
 int buf_resolve(const void *base, off_t off, size_t size, struct ocf_target *t);
+
+/* buf_resolve in two steps, so that requests on one buffer base can share
+ * the first (one CUDA call): buf_lookup finds what memory `base` is (its
+ * live registration, or a fresh classification), buf_target checks and
+ * resolves one range of it.  buf_lookup(b) + buf_target(.., b, off, size) gives
+ * exactly what buf_resolve(b, off, size) gives, as long as the memory is
+ * neither freed nor (de)registered in between. */
+/* What a pointer is (buffer.c fills it; kind is buffer.c's memory kind). */
+struct ocf_meminfo {
+	int kind;
+	CUcontext ctx;
+	int ordinal;
+	unsigned long long buffer_id;
+	uintptr_t start; /* allocation range (device kinds) */
+	size_t size;
+};
+struct ocf_bufinfo {
+	bool registered;
+	uintptr_t reg_base; /* registered: the registration's range */
+	size_t reg_len;
+	struct ocf_meminfo mi;
+};
+int buf_lookup(const void *base, struct ocf_bufinfo *bi);
+int buf_target(const struct ocf_bufinfo *bi, const void *base, off_t off, size_t size, struct ocf_target *t);
 
 #endif /* OCF_BUFFER_H_ */

@@ -91,6 +91,11 @@ void pool_discard(struct ocf_lane *lane);
 /* Staging chunk size of the lanes (bytes). */
 size_t pool_chunk(const struct ocf_pool *pool);
 
+/* Waits for a lane's event (by the driver's policy, or polling then
+ * sleeping with OPENCUFILE_EVENT_SPIN=0).  Returns what
+ * cuEventQuery/cuEventSynchronize returned. */
+CUresult gpu_event_wait(CUevent ev);
+
 /* Releases every pool, stream and context.  Called by the driver close
  * when no I/O is in flight. */
 void gpu_teardown_all(void);

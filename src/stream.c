@@ -14,7 +14,11 @@
  * The executor runs the synchronous cuFileRead/cuFileWrite path (api_io),
  * reading *size_p, *file_offset_p and *buf_offset_p only then, i.e. after
  * the stream reached the operation, unless cuFileStreamRegister said they
- * are fixed (CU_FILE_STREAM_FIXED_*): those are copied at submission.
+ * are fixed (CU_FILE_STREAM_FIXED_*): those are copied at submission.  When
+ * all three are fixed nothing about the request can change any more, so the
+ * argument checks, the handle lookup and the buffer resolution (a CUDA
+ * pointer query) are done at submission too, and the executor only moves
+ * data; a failure found then is still written to *bytes_p in stream order.
  * Operations on one stream therefore stay FIFO with everything else on it.
  *
  * Cost per operation: one host-function launch and one stream wait at
@@ -56,8 +60,10 @@
 #include "cuda_loader.h"
 #include "driver.h"
 #include "gpu.h"
+#include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "stats.h"
 
 #define FLAG_PAGE_BYTES 4096
 #define FLAGS_PER_PAGE (FLAG_PAGE_BYTES / sizeof(uint32_t))
@@ -114,13 +120,25 @@ struct stream_op {
 	bool write;
 	struct flag *flag;
 	uint32_t target;
+	/* All parameters fixed: resolved at submission (prep: the result of
+	 * api_io_prepare, io and owns_handle what it produced). */
+	bool prepared, owns_handle;
+	ssize_t prep;
+	struct ocf_io io;
 };
+
+static void op_free(struct stream_op *op)
+{
+	if (op->owns_handle)
+		handle_put(op->io.h); /* resolved, never run */
+	free(op);
+}
 
 static void op_put(struct stream_op *op)
 {
 	/* acq_rel: the last owner sees every write of the other before freeing. */
 	if (atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel) == 1)
-		free(op);
+		op_free(op);
 }
 
 /* ------------------------------------------------------------ flag words */
@@ -212,11 +230,19 @@ static bool flag_reached(const struct flag *f, uint32_t target)
 static void op_run(struct async_op *aop)
 {
 	struct stream_op *op = (struct stream_op *)((char *)aop - offsetof(struct stream_op, aop));
-	/* The stream reached the operation: read the parameters now. */
-	size_t size = op->fixed & CU_FILE_STREAM_FIXED_FILE_SIZE ? op->size : *op->size_p;
-	off_t foff = op->fixed & CU_FILE_STREAM_FIXED_FILE_OFFSET ? op->file_offset : *op->file_offset_p;
-	off_t boff = op->fixed & CU_FILE_STREAM_FIXED_BUF_OFFSET ? op->buf_offset : *op->buf_offset_p;
-	ssize_t r = api_io(op->fh, op->base, size, foff, boff, op->write, true);
+	ssize_t r;
+	if (op->prepared) {
+		/* Checked and resolved at submission: only the I/O is left. */
+		r = api_io_run(op->fh, op->base, op->size, op->file_offset, op->buf_offset, op->write,
+			       stats_io_begin(), op->prep, &op->io, op->owns_handle);
+		op->owns_handle = false;
+	} else {
+		/* The stream reached the operation: read the parameters now. */
+		size_t size = op->fixed & CU_FILE_STREAM_FIXED_FILE_SIZE ? op->size : *op->size_p;
+		off_t foff = op->fixed & CU_FILE_STREAM_FIXED_FILE_OFFSET ? op->file_offset : *op->file_offset_p;
+		off_t boff = op->fixed & CU_FILE_STREAM_FIXED_BUF_OFFSET ? op->buf_offset : *op->buf_offset_p;
+		r = api_io(op->fh, op->base, size, foff, boff, op->write, true);
+	}
 	*op->bytes_p = r;
 	/* After this store the application may reuse everything it passed;
 	 * only our own op and flag are touched below. */
@@ -279,9 +305,18 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 		op->file_offset = *file_offset_p;
 	if (op->fixed & CU_FILE_STREAM_FIXED_BUF_OFFSET)
 		op->buf_offset = *buf_offset_p;
+	if (op->fixed == FIXED_ALL) {
+		/* Nothing can change before the stream reaches the operation:
+		 * check the arguments, take the handle and resolve the buffer
+		 * now, so the executor only moves data.  A failure is still
+		 * reported in *bytes_p, in stream order. */
+		op->prepared = true;
+		op->prep = api_io_prepare(fh, base, op->size, op->file_offset, op->buf_offset, NULL, &op->io,
+					  &op->owns_handle);
+	}
 	r = flag_get(&op->flag, &op->target);
 	if (r) {
-		free(op);
+		op_free(op);
 		return r;
 	}
 	atomic_init(&op->state, OP_PENDING);
@@ -293,7 +328,7 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 		log_error("cuFile%sAsync: cuLaunchHostFunc: %s", write ? "Write" : "Read", cuda_error_name(cr));
 		flag_put(op->flag);
 		driver_release();
-		free(op);
+		op_free(op);
 		return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 	}
 	cr = ocf_cu.StreamWaitValue32(stream, op->flag->dev, op->target, CU_STREAM_WAIT_VALUE_GEQ);

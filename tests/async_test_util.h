@@ -157,4 +157,27 @@ static inline void t_batch_collect(CUfileBatchHandle_t b, unsigned n, CUfileIOEv
 	}
 }
 
+/* Host functions queued before and after an asynchronous operation on a
+ * stream: they record the order they ran in and what *watch (the
+ * operation's *bytes_p) held when the one after ran. */
+struct t_marks {
+	int counter;
+	int before, after;
+	ssize_t seen_after;
+	ssize_t *watch;
+};
+
+static inline void CUDA_CB t_mark_before(void *arg)
+{
+	struct t_marks *m = arg;
+	m->before = __atomic_add_fetch(&m->counter, 1, __ATOMIC_SEQ_CST);
+}
+
+static inline void CUDA_CB t_mark_after(void *arg)
+{
+	struct t_marks *m = arg;
+	m->after = __atomic_add_fetch(&m->counter, 1, __ATOMIC_SEQ_CST);
+	m->seen_after = __atomic_load_n(m->watch, __ATOMIC_ACQUIRE);
+}
+
 #endif /* OCF_ASYNC_TEST_UTIL_H_ */

@@ -18,23 +18,7 @@
 #define NOPS 256
 #define FLEN ((size_t)NOPS * SZ)
 
-static int seq_counter;
-static int seq_before, seq_after;
-static ssize_t bytes_seen_after;
-static ssize_t *bytes_watch;
-
-static void CUDA_CB mark_before(void *arg)
-{
-	(void)arg;
-	seq_before = __atomic_add_fetch(&seq_counter, 1, __ATOMIC_SEQ_CST);
-}
-
-static void CUDA_CB mark_after(void *arg)
-{
-	(void)arg;
-	seq_after = __atomic_add_fetch(&seq_counter, 1, __ATOMIC_SEQ_CST);
-	bytes_seen_after = __atomic_load_n(bytes_watch, __ATOMIC_ACQUIRE);
-}
+static struct t_marks marks;
 
 int main(void)
 {
@@ -60,16 +44,16 @@ int main(void)
 	size_t size = SZ + 5;
 	off_t foff = 12345, boff = 3;
 	ssize_t bytes = -12345;
-	bytes_watch = &bytes;
-	T_CU(cuLaunchHostFunc(s, mark_before, NULL));
+	marks.watch = &bytes;
+	T_CU(cuLaunchHostFunc(s, t_mark_before, &marks));
 	T_CUFILE_OK(cuFileReadAsync(fh, (void *)(uintptr_t)dev, &size, &foff, &boff, &bytes, s));
-	T_CU(cuLaunchHostFunc(s, mark_after, NULL));
+	T_CU(cuLaunchHostFunc(s, t_mark_after, &marks));
 	T_CU(cuMemcpyDtoHAsync(host, dev + 3, SZ + 5, s));
 	T_CU(cuStreamSynchronize(s));
 	T_EQ(bytes, SZ + 5);
-	T_EQ(seq_before, 1);
-	T_EQ(seq_after, 2);
-	T_EQ(bytes_seen_after, SZ + 5); /* later stream work waited for the I/O */
+	T_EQ(marks.before, 1);
+	T_EQ(marks.after, 2);
+	T_EQ(marks.seen_after, SZ + 5); /* later stream work waited for the I/O */
 	T_ASSERT(t_check_pattern(host, SZ + 5, 12345, 0, "data copied after the read") == 0);
 
 	/* ---- 256 operations queued back to back */

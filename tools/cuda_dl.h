@@ -52,7 +52,14 @@
 	X(MemMap, "cuMemMap",                                                                                \
 	  (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))                   \
 	X(MemUnmap, "cuMemUnmap", (CUdeviceptr, size_t))                                                     \
-	X(MemSetAccess, "cuMemSetAccess", (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))
+	X(MemSetAccess, "cuMemSetAccess", (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))             \
+	X(DeviceGetAttribute, "cuDeviceGetAttribute", (int *, CUdevice_attribute, CUdevice))                 \
+	X(ModuleLoadData, "cuModuleLoadData", (CUmodule *, const void *))                                    \
+	X(ModuleGetFunction, "cuModuleGetFunction", (CUfunction *, CUmodule, const char *))                  \
+	X(ModuleUnload, "cuModuleUnload", (CUmodule))                                                        \
+	X(LaunchKernel, "cuLaunchKernel",                                                                    \
+	  (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, \
+	   void **))
 
 struct cuda_dl {
 	void *lib;

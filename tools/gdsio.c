@@ -41,6 +41,7 @@
 
 #include "cufile.h"
 #include "cuda_dl.h"
+#include "cufile_library.h"
 #include "pattern.h"
 #include "size_arg.h"
 
@@ -1521,38 +1522,7 @@ static int measure_driver_open(int n)
 
 static void print_banner(void)
 {
-	Dl_info info;
-	const char *lib = "?";
-	if (dladdr((void *)cuFileRead, &info) && info.dli_fname)
-		lib = info.dli_fname;
-	char real[4096];
-	if (realpath(lib, real))
-		lib = real;
-	printf("# gdsio: cuFile library %s", lib);
-	FILE *m = fopen("/proc/self/maps", "r");
-	if (m) {
-		char line[4608], seen[4][1024];
-		int ns = 0;
-		while (fgets(line, sizeof(line), m)) {
-			char *p = strchr(line, '/');
-			if (!p)
-				continue;
-			p[strcspn(p, "\n")] = 0;
-			const char *base = strrchr(p, '/') + 1;
-			if (strncmp(base, "libcufile.so", 12) != 0) /* not libcufile_rdma etc. */
-				continue;
-			int dup = 0;
-			for (int i = 0; i < ns; i++)
-				dup |= !strcmp(seen[i], p);
-			if (!dup && ns < 4)
-				snprintf(seen[ns++], sizeof(seen[0]), "%s", p);
-		}
-		fclose(m);
-		printf(" (libcufile mapped: %d:", ns);
-		for (int i = 0; i < ns; i++)
-			printf(" %s", seen[i]);
-		printf(")");
-	}
+	print_cufile_library("gdsio");
 	int ver = 0;
 	cuFileGetVersion(&ver);
 	printf(" version %d\n", ver);

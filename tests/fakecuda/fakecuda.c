@@ -21,6 +21,11 @@
  *   sleeping the configured delay before each one.  Streams and events are
  *   refcounted (registry + in-flight operations) so that destroy is
  *   asynchronous, as in the real driver.
+ * - Kernels: the fake runs no GPU code.  cuModuleLoadData accepts a PTX
+ *   text only if it defines one of the project's known kernels
+ *   (tests/gpu/ptx_kernels.h), and cuLaunchKernel runs those on the stream
+ *   in C: ocf_checksum (sum of buf[i] * (i % 251 + 1) added to *out) and
+ *   ocf_spin (sleeps ns).  Anything else is CUDA_ERROR_NOT_SUPPORTED.
  */
 #define _GNU_SOURCE
 #include "fakecuda.h"
@@ -1215,6 +1220,9 @@ enum op_kind {
 	OP_EVREC,
 	OP_EVWAIT,
 	OP_FREE,
+	OP_STREAMWAIT, /* implicit synchronisation with another stream (ud, gen) */
+	OP_CHECKSUM,   /* emulated kernel ocf_checksum(src, n, dst) */
+	OP_SPIN,       /* emulated kernel ocf_spin(val ns) */
 };
 
 struct fc_op {
@@ -1360,6 +1368,26 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		event_put(e);
 		break;
 	}
+	case OP_CHECKSUM: {
+		const uint8_t *b = op->src;
+		uint64_t sum = 0;
+		for (size_t i = 0; i < op->n; i++)
+			sum += (uint64_t)b[i] * (i % 251 + 1);
+		__atomic_fetch_add((uint64_t *)op->dst, sum, __ATOMIC_RELAXED);
+		break;
+	}
+	case OP_SPIN:
+		sleep_us((unsigned)(op->val / 1000));
+		break;
+	case OP_STREAMWAIT: {
+		struct CUstream_st *t = op->ud;
+		pthread_mutex_lock(&t->mu);
+		while (t->done < op->gen)
+			pthread_cond_wait(&t->cv, &t->mu);
+		pthread_mutex_unlock(&t->mu);
+		stream_put(t);
+		break;
+	}
 	case OP_FREE: {
 		pthread_mutex_lock(&g_mu);
 		struct fc_alloc *a = tab_find((uintptr_t)op->ptr);
@@ -1498,14 +1526,107 @@ static void stream_sync(struct CUstream_st *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* Synchronous operations first let the default stream drain. */
+/*
+ * The legacy default stream's implicit synchronisation, as CUDA does it:
+ * work queued on the legacy stream waits for the work queued before it on
+ * every blocking stream (created without CU_STREAM_NON_BLOCKING) of the
+ * context, and work queued on a blocking stream waits for the work queued
+ * before it on the legacy stream.  Non-blocking streams take no part.  A
+ * barrier op (OP_STREAMWAIT) snapshots the other stream's enqueue counter;
+ * g_order_mu makes snapshots and pushes one step, so two streams can never
+ * wait for each other's later work.  (The fake has one legacy stream for all
+ * contexts; the per-thread default stream is the legacy one.)
+ */
+static pthread_mutex_t g_order_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool is_blocking(const struct CUstream_st *s)
+{
+	return !s->is_default && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* Blocking streams of ctx (NULL: every context), each with a reference;
+ * the caller puts them and frees the array.  *n = 0 when none (or OOM). */
+static struct CUstream_st **blocking_streams(CUcontext ctx, size_t *n)
+{
+	pthread_mutex_lock(&g_mu);
+	size_t k = 0;
+	for (struct CUstream_st *t = g_streams; t; t = t->next)
+		k += is_blocking(t) && (!ctx || t->ctx == ctx);
+	struct CUstream_st **v = k ? malloc(k * sizeof(*v)) : NULL;
+	*n = 0;
+	if (v)
+		for (struct CUstream_st *t = g_streams; t; t = t->next)
+			if (is_blocking(t) && (!ctx || t->ctx == ctx)) {
+				t->refs++;
+				v[(*n)++] = t;
+			}
+	pthread_mutex_unlock(&g_mu);
+	return v;
+}
+
+/* Caller holds g_order_mu.  Makes s wait for what is queued on t now. */
+static void push_barrier(struct CUstream_st *s, struct CUstream_st *t)
+{
+	pthread_mutex_lock(&t->mu);
+	uint64_t target = t->enq;
+	bool pending = t->done < target;
+	pthread_mutex_unlock(&t->mu);
+	if (!pending)
+		return;
+	struct fc_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return;
+	pthread_mutex_lock(&g_mu);
+	t->refs++; /* put by the barrier */
+	pthread_mutex_unlock(&g_mu);
+	op->kind = OP_STREAMWAIT;
+	op->ud = t;
+	op->gen = target;
+	stream_push(s, op);
+}
+
+/* Caller holds g_order_mu; s is about to receive work in context ctx. */
+static void implicit_barriers(struct CUstream_st *s, CUcontext ctx)
+{
+	if (s->is_default) {
+		size_t n;
+		struct CUstream_st **v = blocking_streams(ctx, &n);
+		for (size_t i = 0; i < n; i++) {
+			push_barrier(s, v[i]);
+			stream_put(v[i]);
+		}
+		free(v);
+	} else if (is_blocking(s)) {
+		pthread_mutex_lock(&g_mu);
+		struct CUstream_st *d = g_default;
+		if (d)
+			d->refs++;
+		pthread_mutex_unlock(&g_mu);
+		if (d) {
+			push_barrier(s, d);
+			stream_put(d);
+		}
+	}
+}
+
+/* Synchronous operations run on the legacy stream: they wait for it and,
+ * through it, for every blocking stream of the context. */
 static void drain_default(void)
 {
+	CUcontext c = NULL;
+	cur_ctx(&c);
 	pthread_mutex_lock(&g_mu);
 	struct CUstream_st *s = g_default;
 	if (s)
 		s->refs++;
 	pthread_mutex_unlock(&g_mu);
+	size_t n;
+	struct CUstream_st **v = blocking_streams(c, &n);
+	for (size_t i = 0; i < n; i++) {
+		stream_sync(v[i]);
+		stream_put(v[i]);
+	}
+	free(v);
 	if (s) {
 		stream_sync(s);
 		stream_put(s);
@@ -1516,7 +1637,8 @@ static void drain_default(void)
 static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 {
 	struct CUstream_st *s;
-	CUresult r = stream_get(h, &s, NULL);
+	CUcontext ctx = NULL;
+	CUresult r = stream_get(h, &s, &ctx);
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct fc_op *op = malloc(sizeof(*op));
@@ -1525,7 +1647,10 @@ static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*op = *tmpl;
+	pthread_mutex_lock(&g_order_mu);
+	implicit_barriers(s, ctx);
 	stream_push(s, op);
+	pthread_mutex_unlock(&g_order_mu);
 	stream_put(s);
 	return CUDA_SUCCESS;
 }
@@ -2764,4 +2889,94 @@ FC_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void *value, CUpointer_at
 	}
 	pthread_mutex_unlock(&g_mu);
 	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Modules and kernels (the project's known kernels only)              */
+/* ------------------------------------------------------------------ */
+
+enum fc_kernel { FK_CHECKSUM, FK_SPIN, FK_NKERNELS };
+static const char *const fc_kernel_name[FK_NKERNELS] = {"ocf_checksum", "ocf_spin"};
+
+struct CUfunc_st {
+	enum fc_kernel kind;
+};
+static struct CUfunc_st fc_funcs[FK_NKERNELS] = {{FK_CHECKSUM}, {FK_SPIN}};
+
+struct CUmod_st {
+	bool has[FK_NKERNELS];
+};
+
+FC_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+	ENTER();
+	if (!module || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUmod_st m = {{false}};
+	bool any = false;
+	for (int k = 0; k < FK_NKERNELS; k++) {
+		char entry[64];
+		snprintf(entry, sizeof(entry), ".entry %s(", fc_kernel_name[k]);
+		m.has[k] = strstr(image, entry) != NULL;
+		any |= m.has[k];
+	}
+	if (!any)
+		return CUDA_ERROR_NOT_SUPPORTED; /* the fake runs no other code */
+	struct CUmod_st *p = malloc(sizeof(*p));
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = m;
+	*module = p;
+	return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	ENTER();
+	if (!hfunc || !hmod || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (int k = 0; k < FK_NKERNELS; k++)
+		if (hmod->has[k] && !strcmp(name, fc_kernel_name[k])) {
+			*hfunc = &fc_funcs[k];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+FC_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+	ENTER();
+	if (!hmod)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(hmod);
+	return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+					  unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+					  void **kernelParams, void **extra)
+{
+	ENTER();
+	(void)sharedMemBytes;
+	if (!f || !kernelParams || extra || !gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY ||
+	    !blockDimZ)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_op op = {0};
+	if (f->kind == FK_SPIN) {
+		op.kind = OP_SPIN;
+		op.val = *(uint64_t *)kernelParams[0];
+		return enqueue(hStream, &op);
+	}
+	CUdeviceptr buf = *(CUdeviceptr *)kernelParams[0], out = *(CUdeviceptr *)kernelParams[2];
+	uint64_t n = *(uint64_t *)kernelParams[1];
+	void *src = NULL, *dst;
+	if ((n && dev_range(buf, (size_t)n, &src) != CUDA_SUCCESS) || dev_range(out, 8, &dst) != CUDA_SUCCESS ||
+	    out % 8)
+		return CUDA_ERROR_ILLEGAL_ADDRESS;
+	op.kind = OP_CHECKSUM;
+	op.src = src;
+	op.n = (size_t)n;
+	op.dst = dst;
+	return enqueue(hStream, &op);
 }

@@ -5,6 +5,10 @@
  * library and the tests use (with the same symbol names as libcuda.so.1) and,
  * in addition, the fakecuda_* functions below, which only tests call.
  *
+ * Kernels: cuModuleLoadData/cuModuleGetFunction/cuLaunchKernel run only the
+ * project's known kernels (tests/gpu/ptx_kernels.h: ocf_checksum, ocf_spin),
+ * in C, in stream order; any other module is CUDA_ERROR_NOT_SUPPORTED.
+ *
  * Model: "device memory" lives in a reserved address range that is mapped
  * PROT_NONE, so any direct load or store through a device pointer faults;
  * its contents live in a shadow mapping that only the fake's copy functions

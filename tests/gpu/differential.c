@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KiB ((size_t)1024)
@@ -1444,6 +1445,562 @@ CASE(lifecycle)
 	cuMemFree(p);
 }
 
+/* ------------------------------------------------- batch and stream I/O */
+
+#define BSZ (64 * KiB)
+
+static const char *status_name(CUfileStatus_t st)
+{
+	switch (st) {
+	case CUFILE_WAITING: return "WAITING";
+	case CUFILE_PENDING: return "PENDING";
+	case CUFILE_INVALID: return "INVALID";
+	case CUFILE_CANCELED: return "CANCELED";
+	case CUFILE_COMPLETE: return "COMPLETE";
+	case CUFILE_TIMEOUT: return "TIMEOUT";
+	case CUFILE_FAILED: return "FAILED";
+	}
+	char *b = ring();
+	snprintf(b, 256, "status%#x", (unsigned)st);
+	return b;
+}
+
+static CUfileIOParams_t bio(CUfileOpcode_t op, CUfileHandle_t fh, CUdeviceptr base, size_t size, off_t foff,
+			    off_t boff, int cookie)
+{
+	CUfileIOParams_t p;
+	memset(&p, 0, sizeof(p));
+	p.mode = CUFILE_BATCH;
+	p.fh = fh;
+	p.opcode = op;
+	p.cookie = (void *)(uintptr_t)cookie;
+	p.u.batch.devPtr_base = (void *)base;
+	p.u.batch.size = size;
+	p.u.batch.file_offset = foff;
+	p.u.batch.devPtr_offset = boff;
+	return p;
+}
+
+/* A batch event's ret or an asynchronous *bytes_p: bytes, -errno, or
+ * -CU_FILE_* (-1 keeps its own form: it may mean "see errno"). */
+static const char *RV(ssize_t r, int err)
+{
+	if (r < -1 && r > -4096) {
+		char *b = ring();
+		snprintf(b, 256, "-%s", errno_name((int)-r));
+		return b;
+	}
+	return R(r, err);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Collects events of cookies 1..n for up to `secs`; prints one row per
+ * cookie (status, ret as a signed number) and a row with the count seen. */
+static void batch_collect_report(const char *name, CUfileBatchHandle_t b, int n, double secs)
+{
+	CUfileIOEvents_t ev[64];
+	CUfileStatus_t st[65];
+	ssize_t ret[65];
+	int seen[65] = {0}, got = 0, stray = 0, i;
+	double t0 = mono_s();
+	CUfileError_t last = {CU_FILE_SUCCESS, CUDA_SUCCESS};
+	while (got < n && mono_s() - t0 < secs) {
+		unsigned nr = 64;
+		struct timespec to = {0, 100 * 1000 * 1000};
+		last = cuFileBatchIOGetStatus(b, 1, &nr, ev, &to);
+		if (last.err != CU_FILE_SUCCESS)
+			break;
+		for (unsigned k = 0; k < nr && k < 64; k++) {
+			int c = (int)(uintptr_t)ev[k].cookie;
+			if (c < 1 || c > n || seen[c]) {
+				stray++;
+				continue;
+			}
+			seen[c] = 1;
+			st[c] = ev[k].status;
+			ret[c] = (ssize_t)ev[k].ret;
+			got++;
+		}
+	}
+	for (i = 1; i <= n; i++) {
+		char what[16];
+		snprintf(what, sizeof(what), "entry%d", i);
+		if (seen[i])
+			sub(name, what, "%s ret=%s", status_name(st[i]), RV(ret[i], 0));
+		else
+			sub(name, what, "not reported");
+	}
+	sub(name, "events", "%d of %d stray=%d last_getstatus=%s", got, n, stray, E(last));
+}
+
+CASE(batch_setup_limits)
+{
+	CUfileDrvProps_t props;
+	CUfileBatchHandle_t b = NULL;
+	memset(&props, 0, sizeof(props));
+	cuFileDriverGetProperties(&props);
+	unsigned max = props.max_batch_io_size;
+	sub(name, "zero", "%s", E(cuFileBatchIOSetUp(&b, 0)));
+	CUfileError_t e = cuFileBatchIOSetUp(&b, max);
+	sub(name, "max", "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		cuFileBatchIODestroy(b);
+	sub(name, "max_plus_1", "%s", E(cuFileBatchIOSetUp(&b, max + 1)));
+	sub(name, "null_handle_ptr", "%s", E(cuFileBatchIOSetUp(NULL, 4)));
+}
+
+CASE(batch_read_basic)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[4];
+	int i;
+	if (!s.ok)
+		goto done;
+	CUfileError_t e = cuFileBatchIOSetUp(&b, 4);
+	if (e.err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch %s", E(e));
+		goto done;
+	}
+	for (i = 0; i < 4; i++)
+		io[i] = bio(CUFILE_READ, s.fh, s.p, BSZ, (off_t)(i * BSZ + 4096), (off_t)(i * BSZ), i + 1);
+	sub(name, "submit", "%s", E(cuFileBatchIOSubmit(b, 4, io, 0)));
+	batch_collect_report(name, b, 4, 5);
+	sub(name, "data", "%s", check_dev(s.p, 4 * BSZ + 4096, 0, 4096, 4 * BSZ));
+	cuFileBatchIODestroy(b);
+done:
+	rw_teardown(&s);
+}
+
+/* Entry 2 of 3 has a NULL file handle. */
+CASE(batch_entry_null_handle)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[3];
+	if (!s.ok)
+		goto done;
+	if (cuFileBatchIOSetUp(&b, 3).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch failed");
+		goto done;
+	}
+	io[0] = bio(CUFILE_READ, s.fh, s.p, BSZ, 0, 0, 1);
+	io[1] = bio(CUFILE_READ, NULL, s.p, BSZ, 0, BSZ, 2);
+	io[2] = bio(CUFILE_READ, s.fh, s.p, BSZ, BSZ, 2 * BSZ, 3);
+	CUfileError_t e = cuFileBatchIOSubmit(b, 3, io, 0);
+	sub(name, "submit", "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		batch_collect_report(name, b, 3, 5);
+	cuFileBatchIODestroy(b);
+done:
+	rw_teardown(&s);
+}
+
+/* Entry 2 of 3 uses a handle deregistered before the submission. */
+CASE(batch_entry_deregistered_handle)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[3];
+	CUfileHandle_t gone;
+	CUfileError_t e;
+	int fd2 = -1;
+	if (!s.ok)
+		goto done;
+	fd2 = open_reg(name, g_data, O_RDONLY, &gone, &e);
+	if (fd2 < 0 || e.err != CU_FILE_SUCCESS || cuFileBatchIOSetUp(&b, 3).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP failed");
+		goto done;
+	}
+	cuFileHandleDeregister(gone);
+	io[0] = bio(CUFILE_READ, s.fh, s.p, BSZ, 0, 0, 1);
+	io[1] = bio(CUFILE_READ, gone, s.p, BSZ, 0, BSZ, 2);
+	io[2] = bio(CUFILE_READ, s.fh, s.p, BSZ, BSZ, 2 * BSZ, 3);
+	e = cuFileBatchIOSubmit(b, 3, io, 0);
+	sub(name, "submit", "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		batch_collect_report(name, b, 3, 5);
+	cuFileBatchIODestroy(b);
+done:
+	if (fd2 >= 0)
+		close(fd2);
+	rw_teardown(&s);
+}
+
+/* Malformed submissions: nothing may be queued. */
+CASE(batch_submit_bad_args)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[5], bad;
+	int i;
+	if (!s.ok)
+		goto done;
+	if (cuFileBatchIOSetUp(&b, 4).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch failed");
+		goto done;
+	}
+	for (i = 0; i < 5; i++)
+		io[i] = bio(CUFILE_READ, s.fh, s.p, 4096, 0, 0, i + 1);
+	sub(name, "nr0", "%s", E(cuFileBatchIOSubmit(b, 0, io, 0)));
+	sub(name, "nr_above_setup", "%s", E(cuFileBatchIOSubmit(b, 5, io, 0)));
+	sub(name, "null_params", "%s", E(cuFileBatchIOSubmit(b, 1, NULL, 0)));
+	bad = io[0];
+	bad.mode = (CUfileBatchMode_t)0;
+	sub(name, "bad_mode", "%s", E(cuFileBatchIOSubmit(b, 1, &bad, 0)));
+	bad = io[0];
+	bad.opcode = (CUfileOpcode_t)7;
+	sub(name, "bad_opcode", "%s", E(cuFileBatchIOSubmit(b, 1, &bad, 0)));
+	unsigned nr = 4;
+	struct timespec to = {0, 200 * 1000 * 1000};
+	CUfileIOEvents_t ev[4];
+	CUfileError_t e = cuFileBatchIOGetStatus(b, 0, &nr, ev, &to);
+	sub(name, "queued_after", "%s nr=%u", E(e), nr);
+	/* 3 outstanding + 2 more than the set-up size of 4 */
+	sub(name, "submit3", "%s", E(cuFileBatchIOSubmit(b, 3, io, 0)));
+	sub(name, "submit2_full", "%s", E(cuFileBatchIOSubmit(b, 2, io, 0)));
+	batch_collect_report(name, b, 3, 5);
+	cuFileBatchIODestroy(b);
+done:
+	rw_teardown(&s);
+}
+
+/* GetStatus with min_nr above *nr and above what was submitted; bad
+ * arguments; out-of-range timeouts. */
+CASE(batch_getstatus_semantics)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[2];
+	CUfileIOEvents_t ev[8];
+	unsigned nr;
+	double t0;
+	if (!s.ok)
+		goto done;
+	if (cuFileBatchIOSetUp(&b, 8).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch failed");
+		goto done;
+	}
+	io[0] = bio(CUFILE_READ, s.fh, s.p, BSZ, 0, 0, 1);
+	io[1] = bio(CUFILE_READ, s.fh, s.p, BSZ, BSZ, BSZ, 2);
+	cuFileBatchIOSubmit(b, 2, io, 0);
+	/* min_nr 4 > submitted 2, room 8, 2 s: returns both, early? */
+	nr = 8;
+	struct timespec two = {2, 0};
+	t0 = mono_s();
+	CUfileError_t e = cuFileBatchIOGetStatus(b, 4, &nr, ev, &two);
+	sub(name, "min_above_submitted", "%s nr=%u waited=%s", E(e), nr, mono_s() - t0 > 1.5 ? "timeout" : "early");
+	if (nr < 2) {
+		unsigned more = 8 - nr;
+		cuFileBatchIOGetStatus(b, 2 - nr, &more, ev + nr, NULL);
+	}
+	/* min_nr 2 > *nr 1 */
+	cuFileBatchIOSubmit(b, 2, io, 0);
+	nr = 1;
+	t0 = mono_s();
+	e = cuFileBatchIOGetStatus(b, 2, &nr, ev, &two);
+	sub(name, "min_above_nr", "%s nr=%u waited=%s", E(e), nr, mono_s() - t0 > 1.5 ? "timeout" : "early");
+	nr = 8;
+	cuFileBatchIOGetStatus(b, 1, &nr, ev, &two);
+	/* NULL timeout with everything done: returns at once */
+	cuFileBatchIOSubmit(b, 2, io, 0);
+	nr = 8;
+	e = cuFileBatchIOGetStatus(b, 2, &nr, ev, NULL);
+	sub(name, "null_timeout", "%s nr=%u", E(e), nr);
+	/* timeouts with out-of-range fields, nothing outstanding */
+	struct timespec negs = {-1, 0}, bign = {0, 2000000000L}, negn = {0, -5};
+	nr = 8;
+	sub(name, "neg_sec", "%s nr=%u", E(cuFileBatchIOGetStatus(b, 0, &nr, ev, &negs)), nr);
+	nr = 8;
+	sub(name, "nsec_2e9", "%s nr=%u", E(cuFileBatchIOGetStatus(b, 0, &nr, ev, &bign)), nr);
+	nr = 8;
+	sub(name, "neg_nsec", "%s nr=%u", E(cuFileBatchIOGetStatus(b, 0, &nr, ev, &negn)), nr);
+	/* argument errors */
+	sub(name, "null_nr", "%s", E(cuFileBatchIOGetStatus(b, 0, NULL, ev, &two)));
+	nr = 8;
+	sub(name, "null_events", "%s", E(cuFileBatchIOGetStatus(b, 0, &nr, NULL, &two)));
+	cuFileBatchIODestroy(b);
+done:
+	rw_teardown(&s);
+}
+
+/* Cancel right after Submit: every entry is reported, as COMPLETE or
+ * CANCELED; the batch works again afterwards. */
+CASE(batch_cancel)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[16];
+	CUfileIOEvents_t ev[16];
+	int i, got = 0, complete = 0, canceled = 0, other = 0;
+	if (!s.ok)
+		goto done;
+	if (cuFileBatchIOSetUp(&b, 16).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch failed");
+		goto done;
+	}
+	for (i = 0; i < 16; i++)
+		io[i] = bio(CUFILE_READ, s.fh, s.p, BSZ / 2, (off_t)(i * BSZ / 2), (off_t)(i * BSZ / 2), i + 1);
+	sub(name, "submit", "%s", E(cuFileBatchIOSubmit(b, 16, io, 0)));
+	sub(name, "cancel", "%s", E(cuFileBatchIOCancel(b)));
+	double t0 = mono_s();
+	while (got < 16 && mono_s() - t0 < 5) {
+		unsigned nr = 16;
+		struct timespec to = {0, 100 * 1000 * 1000};
+		if (cuFileBatchIOGetStatus(b, 1, &nr, ev, &to).err != CU_FILE_SUCCESS)
+			break;
+		for (unsigned k = 0; k < nr; k++) {
+			got++;
+			if (ev[k].status == CUFILE_COMPLETE && ev[k].ret == BSZ / 2)
+				complete++;
+			else if (ev[k].status == CUFILE_CANCELED)
+				canceled++;
+			else
+				other++;
+		}
+	}
+	sub(name, "reported", "%d of 16, other than COMPLETE/CANCELED: %d", got, other);
+	sub(name, "cancel_again", "%s", E(cuFileBatchIOCancel(b)));
+	io[0] = bio(CUFILE_READ, s.fh, s.p, BSZ, 0, 0, 1);
+	sub(name, "resubmit", "%s", E(cuFileBatchIOSubmit(b, 1, io, 0)));
+	batch_collect_report(name, b, 1, 5);
+	cuFileBatchIODestroy(b);
+	(void)complete, (void)canceled;
+done:
+	rw_teardown(&s);
+}
+
+/* Destroy with entries in flight, then calls on the destroyed ID. */
+CASE(batch_destroy_in_flight_and_twice)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[8];
+	CUfileIOEvents_t ev[8];
+	int i;
+	if (!s.ok)
+		goto done;
+	if (cuFileBatchIOSetUp(&b, 8).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch failed");
+		goto done;
+	}
+	for (i = 0; i < 8; i++)
+		io[i] = bio(CUFILE_READ, s.fh, s.p, BSZ, (off_t)(i * BSZ), (off_t)(i * BSZ), i + 1);
+	sub(name, "submit", "%s", E(cuFileBatchIOSubmit(b, 8, io, 0)));
+	cuFileBatchIODestroy(b);
+	sub(name, "destroy", "returned");
+	cuFileBatchIODestroy(b);
+	sub(name, "destroy_twice", "returned");
+	unsigned nr = 8;
+	struct timespec to = {0, 0};
+	sub(name, "getstatus_after", "%s", E(cuFileBatchIOGetStatus(b, 0, &nr, ev, &to)));
+	sub(name, "submit_after", "%s", E(cuFileBatchIOSubmit(b, 1, io, 0)));
+	sub(name, "cancel_after", "%s", E(cuFileBatchIOCancel(b)));
+done:
+	rw_teardown(&s);
+}
+
+/* Per-entry results at and past end of file, on a write-only descriptor,
+ * past the allocation. */
+CASE(batch_entry_results_on_errors)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[5];
+	CUfileHandle_t wfh;
+	CUfileError_t e;
+	int wfd = -1;
+	if (!s.ok)
+		goto done;
+	wfd = open_reg(name, g_data, O_WRONLY, &wfh, &e);
+	if (wfd < 0 || e.err != CU_FILE_SUCCESS || cuFileBatchIOSetUp(&b, 5).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP failed");
+		goto done;
+	}
+	io[0] = bio(CUFILE_READ, s.fh, s.p, BSZ, DATA_SIZE - 1000, 0, 1);   /* across EOF */
+	io[1] = bio(CUFILE_READ, s.fh, s.p, BSZ, DATA_SIZE + 4096, BSZ, 2); /* past EOF */
+	io[2] = bio(CUFILE_READ, wfh, s.p, BSZ, 0, 2 * BSZ, 3);             /* write-only fd */
+	io[3] = bio(CUFILE_READ, s.fh, s.p, BSZ, 0, MiB - BSZ / 2, 4);      /* past the allocation */
+	io[4] = bio(CUFILE_WRITE, s.fh, s.p, BSZ, 0, 0, 5);                 /* write on O_RDONLY */
+	e = cuFileBatchIOSubmit(b, 5, io, 0);
+	sub(name, "submit", "%s", E(e));
+	if (e.err == CU_FILE_SUCCESS)
+		batch_collect_report(name, b, 5, 5);
+	cuFileBatchIODestroy(b);
+	cuFileHandleDeregister(wfh);
+done:
+	if (wfd >= 0)
+		close(wfd);
+	rw_teardown(&s);
+}
+
+/* cuFileReadAsync: one read on `stream`, reporting the call, *bytes_p after
+ * synchronising, errno when *bytes_p is -1, and the data. */
+static void async_read_report(const char *name, const char *what, CUfileHandle_t fh, CUdeviceptr p, size_t len,
+			      size_t size, off_t foff, off_t boff, CUstream stream)
+{
+	size_t sz = size;
+	off_t fo = foff, bo = boff;
+	ssize_t bytes = -12345;
+	dfill(p, len);
+	errno = 0;
+	CUfileError_t e = cuFileReadAsync(fh, (void *)p, &sz, &fo, &bo, &bytes, stream);
+	int err = errno;
+	CUresult cr = stream ? cuStreamSynchronize(stream) : CUDA_SUCCESS;
+	sub(name, what, "%s bytes=%s sync=%d %s", E(e), bytes == -12345 ? "unwritten" : RV(bytes, err), (int)cr,
+	    check_dev(p, len, (size_t)boff, foff, bytes > 0 ? bytes : 0));
+}
+
+CASE(async_null_stream)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	struct rw w = rw_setup(name, O_WRONLY, 4096);
+	if (s.ok)
+		async_read_report(name, "read", s.fh, s.p, MiB, BSZ, 4096, 100, NULL);
+	if (s.ok)
+		async_read_report(name, "across_eof", s.fh, s.p, MiB, BSZ, DATA_SIZE - 1000, 0, NULL);
+	if (w.ok)
+		async_read_report(name, "wronly", w.fh, w.p, 4096, 4096, 0, 0, NULL);
+	rw_teardown(&w);
+	rw_teardown(&s);
+}
+
+CASE(async_unregistered_stream)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	struct rw w = rw_setup(name, O_WRONLY, 4096);
+	CUstream st;
+	if (cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		out(name, "SETUP stream failed");
+		goto done;
+	}
+	if (s.ok) {
+		async_read_report(name, "read", s.fh, s.p, MiB, BSZ, 4096, 100, st);
+		async_read_report(name, "across_eof", s.fh, s.p, MiB, BSZ, DATA_SIZE - 1000, 0, st);
+		async_read_report(name, "past_eof", s.fh, s.p, MiB, BSZ, DATA_SIZE + 4096, 0, st);
+		async_read_report(name, "past_alloc", s.fh, s.p, MiB, BSZ, 0, MiB - BSZ / 2, st);
+	}
+	if (w.ok)
+		async_read_report(name, "wronly", w.fh, w.p, 4096, 4096, 0, 0, st);
+	cuStreamDestroy(st);
+done:
+	rw_teardown(&w);
+	rw_teardown(&s);
+}
+
+CASE(async_legacy_stream)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	if (s.ok)
+		async_read_report(name, "read", s.fh, s.p, MiB, BSZ, 4096, 100, CU_STREAM_LEGACY);
+	rw_teardown(&s);
+}
+
+/* Eight 64 KiB reads queued back to back on one stream. */
+CASE(async_many_on_one_stream)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUstream st;
+	size_t sz[8];
+	off_t fo[8], bo[8];
+	ssize_t bytes[8];
+	int i, full = 0, unwritten = 0;
+	if (!s.ok || cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		out(name, "SETUP failed");
+		goto done;
+	}
+	CUfileError_t first_err = {CU_FILE_SUCCESS, CUDA_SUCCESS};
+	for (i = 0; i < 8; i++) {
+		sz[i] = BSZ, fo[i] = bo[i] = (off_t)(i * BSZ), bytes[i] = -12345;
+		CUfileError_t e = cuFileReadAsync(s.fh, (void *)s.p, &sz[i], &fo[i], &bo[i], &bytes[i], st);
+		if (e.err != CU_FILE_SUCCESS && first_err.err == CU_FILE_SUCCESS)
+			first_err = e;
+	}
+	cuStreamSynchronize(st);
+	for (i = 0; i < 8; i++) {
+		full += bytes[i] == BSZ;
+		unwritten += bytes[i] == -12345;
+	}
+	out(name, "calls=%s full=%d of 8 unwritten=%d %s", E(first_err), full, unwritten,
+	    check_dev(s.p, MiB, 0, 0, 8 * BSZ));
+	cuStreamDestroy(st);
+done:
+	rw_teardown(&s);
+}
+
+/* Registered with all FIXED flags: values changed after the call. */
+CASE(async_fixed_stream)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUstream st;
+	if (!s.ok || cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		out(name, "SETUP failed");
+		goto done;
+	}
+	unsigned all = CU_FILE_STREAM_FIXED_BUF_OFFSET | CU_FILE_STREAM_FIXED_FILE_OFFSET |
+		       CU_FILE_STREAM_FIXED_FILE_SIZE;
+	sub(name, "register", "%s", E(cuFileStreamRegister(st, all)));
+	size_t sz = BSZ;
+	off_t fo = 4096, bo = 100;
+	ssize_t bytes = -12345;
+	dfill(s.p, MiB);
+	CUfileError_t e = cuFileReadAsync(s.fh, (void *)s.p, &sz, &fo, &bo, &bytes, st);
+	sz = 4096, fo = 0, bo = 0; /* must not matter */
+	cuStreamSynchronize(st);
+	sub(name, "read", "%s bytes=%s %s", E(e), RV(bytes, 0), check_dev(s.p, MiB, 100, 4096, bytes));
+	sub(name, "deregister", "%s", E(cuFileStreamDeregister(st)));
+	cuStreamDestroy(st);
+done:
+	rw_teardown(&s);
+}
+
+CASE(async_stream_register_args)
+{
+	CUstream st;
+	if (cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		out(name, "SETUP stream failed");
+		return;
+	}
+	sub(name, "flags0", "%s", E(cuFileStreamRegister(st, 0)));
+	sub(name, "flags15", "%s", E(cuFileStreamRegister(st, 15)));
+	sub(name, "flags_0x100", "%s", E(cuFileStreamRegister(st, 0x100)));
+	sub(name, "deregister", "%s", E(cuFileStreamDeregister(st)));
+	sub(name, "deregister_twice", "%s", E(cuFileStreamDeregister(st)));
+	sub(name, "null_stream", "%s", E(cuFileStreamRegister(NULL, 0)));
+	cuStreamDestroy(st);
+}
+
+CASE(async_null_args)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUstream st;
+	size_t sz = BSZ;
+	off_t fo = 0, bo = 0;
+	ssize_t bytes = -12345;
+	if (!s.ok || cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		out(name, "SETUP failed");
+		goto done;
+	}
+	void *p = (void *)s.p;
+	sub(name, "null_size", "%s", E(cuFileReadAsync(s.fh, p, NULL, &fo, &bo, &bytes, st)));
+	sub(name, "null_foff", "%s", E(cuFileReadAsync(s.fh, p, &sz, NULL, &bo, &bytes, st)));
+	sub(name, "null_boff", "%s", E(cuFileReadAsync(s.fh, p, &sz, &fo, NULL, &bytes, st)));
+	sub(name, "null_bytes", "%s", E(cuFileReadAsync(s.fh, p, &sz, &fo, &bo, NULL, st)));
+	sub(name, "null_buf", "%s", E(cuFileReadAsync(s.fh, NULL, &sz, &fo, &bo, &bytes, st)));
+	sub(name, "null_handle", "%s", E(cuFileReadAsync(NULL, p, &sz, &fo, &bo, &bytes, st)));
+	cuStreamSynchronize(st);
+	sub(name, "bytes_after", "%s", bytes == -12345 ? "unwritten" : RV(bytes, 0));
+	cuStreamDestroy(st);
+done:
+	rw_teardown(&s);
+}
+
 /* ------------------------------------------------------------- the table */
 
 enum { PRE_OPEN = 0, NEEDS_OPEN = 1, OPENS = 2 };
@@ -1543,6 +2100,22 @@ static const struct tcase {
 	C(rw_write_odirect_unaligned, NEEDS_OPEN)
 	C(rw_realloc_same_addr, NEEDS_OPEN)
 	C(rw_unreg_past_alloc, NEEDS_OPEN)
+	C(batch_setup_limits, NEEDS_OPEN)
+	C(batch_read_basic, NEEDS_OPEN)
+	C(batch_entry_null_handle, NEEDS_OPEN)
+	C(batch_entry_deregistered_handle, NEEDS_OPEN)
+	C(batch_submit_bad_args, NEEDS_OPEN)
+	C(batch_getstatus_semantics, NEEDS_OPEN)
+	C(batch_cancel, NEEDS_OPEN)
+	C(batch_destroy_in_flight_and_twice, NEEDS_OPEN)
+	C(batch_entry_results_on_errors, NEEDS_OPEN)
+	C(async_null_stream, NEEDS_OPEN)
+	C(async_unregistered_stream, NEEDS_OPEN)
+	C(async_legacy_stream, NEEDS_OPEN)
+	C(async_many_on_one_stream, NEEDS_OPEN)
+	C(async_fixed_stream, NEEDS_OPEN)
+	C(async_stream_register_args, NEEDS_OPEN)
+	C(async_null_args, NEEDS_OPEN)
 	C(lifecycle, NEEDS_OPEN)
 #undef C
 };

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * batch_io.c - the data path of batch entries.
+ *
+ * DESIGN
+ * A batch of many small entries must keep every CPU reading the page cache
+ * and the copy engine busy; running each entry as its own synchronous
+ * request (lane, context, pread, copy, event wait, per entry) spends more
+ * time waiting for each copy than moving data.  Here one executor thread
+ * serves a sequence of entries (its share of a submission, batch.c) with
+ * ONE lane, taken once:
+ *
+ *   - Entries are packed into the lane's staging buffers one after the
+ *     other.  Entries of one handle and direction whose file ranges follow
+ *     each other form a run: one pread (or pwrite) for the whole run.
+ *   - For a read run, after its pread the host-to-device copies are queued
+ *     back to back on the lane's stream, one per stretch of entries that
+ *     are contiguous in device memory too (gdsio-style batches of
+ *     consecutive buffers become one copy).  The thread goes on reading the
+ *     next run while they run.
+ *   - When a buffer is full the lane's event of that buffer is recorded and
+ *     the next buffer is filled; a buffer is waited for (one event) only
+ *     when it is needed again or at the end.  Then all entries staged in it
+ *     complete together: one call of done(), i.e. one lock of the batch.
+ *   - Writes are the mirror image: device-to-host copies of a run are
+ *     queued when the run closes, and its pwrite happens when the buffer is
+ *     retired, after the event.
+ *
+ * Per entry in the common case (device memory of the primary context, same
+ * handle and buffer base as the previous entry, file offsets following each
+ * other) that costs one atomic claim (batch.c) and no lock, system call or
+ * CUDA call of its own: the pread, the copy, the event and the completion
+ * lock are shared by its run or buffer.  The lookups of the handle (table
+ * lock) and of the buffer (one CUDA call) are cached per thread.
+ *
+ * Results are exactly what the synchronous path gives each entry alone: a
+ * run's pread result is divided among its entries (short at end of file),
+ * and if the merged pread or pwrite fails or is short, the entries it did
+ * not cover are redone one by one, so each gets its own error.  An entry
+ * whose copy cannot be queued or whose buffer's event fails gets
+ * CU_FILE_CUDA_DRIVER_ERROR (and a write is then not written).  Entries the
+ * fast path does not serve (host memory, other contexts' memory, userspace
+ * file systems, entries larger than a staging chunk) first drain and give
+ * back the lane, then run through the synchronous engine as before.
+ *
+ * Staging layout: a run starts at an offset aligned to the handle's
+ * O_DIRECT alignment (64 bytes for buffered handles), with the byte at file
+ * offset `off` placed at start + off % alignment, the layout
+ * fio_read_staged and fio_write require; an O_DIRECT read run takes the
+ * aligned range around it.  Staging memory is never copied past a range
+ * that was read.
+ */
+#define _GNU_SOURCE
+#include "batch_io.h"
+
+#include <string.h>
+
+#include "cuda_loader.h"
+#include "fileio.h"
+#include "handle.h"
+#include "internal.h"
+#include "log.h"
+
+/* Alignment of runs in a staging buffer for buffered handles. */
+#define PACK_ALIGN 64u
+
+void bio_begin(struct bio_worker *w, bio_done_fn done, void *arg)
+{
+	memset(w, 0, sizeof(*w));
+	w->done = done;
+	w->arg = arg;
+}
+
+static void flush_done(struct bio_worker *w)
+{
+	if (!w->done_head)
+		return;
+	struct bio_item *list = w->done_head;
+	w->done_head = w->done_tail = NULL;
+	w->done(w->arg, list);
+}
+
+/* Records an item's result; handed to done() at the next flush. */
+static void finish(struct bio_worker *w, struct bio_item *it, ssize_t result)
+{
+	it->result = result;
+	if (it->owns_handle) {
+		handle_put(it->io.h);
+		it->owns_handle = false;
+	}
+	if (result < 0)
+		api_io_log_failure(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write, result);
+	it->next = NULL;
+	if (w->done_tail)
+		w->done_tail->next = it;
+	else
+		w->done_head = it;
+	w->done_tail = it;
+}
+
+static long cuda_error(const char *what, CUresult r)
+{
+	log_error("batch I/O: %s failed: %s", what, cuda_error_name(r));
+	return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+}
+
+static size_t run_align(const struct ocf_handle *h) { return h->odirect ? h->align : PACK_ALIGN; }
+
+/* Bytes of staging a run of len bytes needs from its aligned start. */
+static size_t footprint(const struct ocf_handle *h, size_t skew, size_t len, bool write)
+{
+	if (write || !h->odirect)
+		return skew + len;
+	return OCF_ALIGN_UP(skew + len, (size_t)h->align); /* the widened read */
+}
+
+static char *stage_base(const struct bio_worker *w, int j) { return w->lane->bufs[j].buf; }
+
+static void stage_append(struct bio_buf *bb, struct bio_item *it)
+{
+	it->next = NULL;
+	if (bb->tail)
+		bb->tail->next = it;
+	else
+		bb->head = it;
+	bb->tail = it;
+}
+
+/* Staged read of [off, off+n) whose byte off lands at staging offset
+ * `stage` of buffer j. */
+static ssize_t read_into_stage(struct bio_worker *w, struct ocf_handle *h, size_t stage, off_t off, size_t n)
+{
+	size_t start = stage - fio_stage_skew(h, off);
+	struct ocf_slot view = {
+	    .buf = stage_base(w, w->cur) + start,
+	    .size = w->lane->bufs[w->cur].size - start,
+	    .chunk = w->lane->bufs[w->cur].size - start,
+	};
+	return fio_read_staged(h, &view, off, n);
+}
+
+/* Queues the copies of the items [first, last] of the open run, one per
+ * stretch contiguous in device memory.  Reads copy what was read
+ * (it->result bytes); writes copy the whole entry. */
+static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bio_item *last)
+{
+	struct bio_buf *bb = &w->buf[w->cur];
+	CUstream s = w->lane->nb_stream;
+	struct bio_item *seg = NULL, *it = first, *stop = last->next;
+	CUdeviceptr dev = 0;
+	size_t at = 0, len = 0;
+	for (;;) {
+		bool more = it != stop;
+		size_t n = 0;
+		if (more && (w->run_write || it->result > 0))
+			n = w->run_write ? it->io.len : (size_t)it->result;
+		bool joins = seg && n && it->io.t.dev == dev + len && it->stage == at + len;
+		if (seg && !joins) {
+			/* Queue [seg, it). */
+			char *src = stage_base(w, w->cur) + at;
+			CUresult r = w->run_write ? ocf_cu.MemcpyDtoHAsync(src, dev, len, s)
+						  : ocf_cu.MemcpyHtoDAsync(dev, src, len, s);
+			long err = r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r);
+			for (struct bio_item *x = seg; x != it; x = x->next) {
+				x->copied = err == 0;
+				if (err)
+					x->result = err;
+			}
+			bb->copies |= err == 0;
+			seg = NULL;
+		}
+		if (!more)
+			break;
+		if (n && !seg) {
+			seg = it;
+			dev = it->io.t.dev;
+			at = it->stage;
+			len = 0;
+		}
+		len += n;
+		it = it->next;
+	}
+}
+
+/* Reads the open run and queues its copies (read runs), or queues the
+ * copies that fill its staging (write runs). */
+static void close_run(struct bio_worker *w)
+{
+	struct bio_item *first = w->run_first, *last = w->run_last;
+	if (!first)
+		return;
+	w->run_first = w->run_last = NULL;
+	struct ocf_handle *h = w->run_h;
+	if (w->run_write) {
+		for (struct bio_item *it = first; it != last->next; it = it->next)
+			it->result = 0;
+		queue_copies(w, first, last);
+		return;
+	}
+	ssize_t got = read_into_stage(w, h, w->run_pos + w->run_skew, w->run_off, w->run_len);
+	for (struct bio_item *it = first; it != last->next; it = it->next) {
+		if (got < 0 && first != last) {
+			/* Which entries fail, and how: each alone. */
+			it->result = read_into_stage(w, h, it->stage, it->io.off, it->io.len);
+			continue;
+		}
+		if (got < 0) {
+			it->result = got;
+			continue;
+		}
+		size_t rel = (size_t)(it->io.off - w->run_off);
+		size_t n = (size_t)got > rel ? (size_t)got - rel : 0;
+		it->result = (ssize_t)OCF_MIN(n, it->io.len);
+	}
+	queue_copies(w, first, last);
+}
+
+/* Writes the staged items [first, last] (file-contiguous, copies done) with
+ * one pwrite; entries it did not cover are written again one by one. */
+static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, struct bio_item *last)
+{
+	struct ocf_handle *h = first->io.h;
+	size_t total = (size_t)(last->io.off - first->io.off) + last->io.len;
+	char *base = stage_base(w, j);
+	ssize_t wr = fio_write(h, base + first->stage, total, first->io.off, NULL);
+	for (struct bio_item *it = first; it != last->next; it = it->next) {
+		size_t rel = (size_t)(it->io.off - first->io.off);
+		if (wr >= 0 && (size_t)wr >= rel + it->io.len)
+			it->result = (ssize_t)it->io.len;
+		else if (first == last)
+			it->result = wr;
+		else
+			it->result = fio_write(h, base + it->stage, it->io.len, it->io.off, NULL);
+	}
+}
+
+/* Waits for buffer j's copies, writes its write runs and completes every
+ * item staged in it. */
+static void retire(struct bio_worker *w, int j)
+{
+	struct bio_buf *bb = &w->buf[j];
+	if (bb->copies) {
+		CUstream s = w->lane->nb_stream;
+		CUresult r = bb->recorded ? gpu_event_wait(w->lane->ev[j]) : ocf_cu.StreamSynchronize(s);
+		if (r != CUDA_SUCCESS) {
+			long err = cuda_error("waiting for staging copies", r);
+			/* A failed wait does not cancel the copies: none may land
+			 * after its entry completed, and the buffer must be idle.
+			 * A stream that cannot be drained costs the lane (drain). */
+			if (!bb->recorded || ocf_cu.StreamSynchronize(s) != CUDA_SUCCESS)
+				w->dirty = true;
+			for (struct bio_item *it = bb->head; it; it = it->next)
+				if (it->copied) {
+					it->copied = false;
+					it->result = err;
+				}
+		}
+	}
+	/* Writes: stretches of items whose copies arrived, within one run. */
+	struct bio_item *it = bb->head;
+	while (it) {
+		if (!it->write || !it->copied) {
+			it = it->next;
+			continue;
+		}
+		struct bio_item *last = it;
+		while (last->next && !last->next->run_head && last->next->copied)
+			last = last->next;
+		write_stretch(w, j, it, last);
+		it = last->next;
+	}
+	for (it = bb->head; it;) {
+		struct bio_item *next = it->next;
+		finish(w, it, it->result);
+		it = next;
+	}
+	memset(bb, 0, sizeof(*bb));
+	flush_done(w);
+}
+
+/* Hands buffer cur to the GPU: its event marks the end of its copies. */
+static void seal(struct bio_worker *w)
+{
+	close_run(w);
+	struct bio_buf *bb = &w->buf[w->cur];
+	if (!bb->head)
+		return;
+	bb->busy = true;
+	if (bb->copies) {
+		CUresult r = ocf_cu.EventRecord(w->lane->ev[w->cur], w->lane->nb_stream);
+		/* Without the event, retire() synchronises the stream instead. */
+		bb->recorded = r == CUDA_SUCCESS;
+		if (!bb->recorded)
+			log_warn("batch I/O: cuEventRecord failed (%s); synchronising the stream", cuda_error_name(r));
+	}
+}
+
+static void next_buffer(struct bio_worker *w)
+{
+	seal(w);
+	w->cur = (w->cur + 1) % w->lane->depth;
+	if (w->buf[w->cur].busy)
+		retire(w, w->cur);
+}
+
+/* Completes everything staged and gives the lane back. */
+static void drain(struct bio_worker *w)
+{
+	if (!w->lane) {
+		flush_done(w);
+		return;
+	}
+	seal(w);
+	int depth = w->lane->depth;
+	for (int k = 1; k <= depth; k++) { /* oldest first */
+		int j = (w->cur + k) % depth;
+		if (w->buf[j].busy)
+			retire(w, j);
+	}
+	bool clean = true;
+	if (w->dirty) {
+		/* A stream retire() could not drain: one more try before the
+		 * lane is given back, else it is discarded. */
+		CUresult r = ocf_cu.StreamSynchronize(w->lane->nb_stream);
+		if (r != CUDA_SUCCESS) {
+			log_error("batch I/O: staging stream could not be drained (%s): lane discarded",
+				  cuda_error_name(r));
+			clean = false;
+		}
+	}
+	cuda_ctx_pop();
+	if (clean)
+		pool_put(w->lane);
+	else
+		pool_discard(w->lane);
+	w->lane = NULL;
+	w->gpu = NULL;
+	w->dirty = false;
+	flush_done(w);
+}
+
+/* A lane of gpu's pool, with its primary context current. */
+static int take_lane(struct bio_worker *w, struct ocf_gpu *gpu)
+{
+	if (w->lane && w->gpu == gpu)
+		return 0;
+	drain(w);
+	struct ocf_lane *lane;
+	int r = pool_get(&gpu->pool, &lane);
+	if (r)
+		return r;
+	CUresult cr = ocf_cu.CtxPushCurrent(gpu->primary);
+	if (cr != CUDA_SUCCESS) {
+		pool_put(lane);
+		return cuda_error("cuCtxPushCurrent", cr);
+	}
+	w->lane = lane;
+	w->gpu = gpu;
+	w->cur = 0;
+	memset(w->buf, 0, sizeof(w->buf));
+	return 0;
+}
+
+static bool staged_path(const struct ocf_io *io)
+{
+	return io->t.device && io->t.use_stream && io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS &&
+	       io->len <= pool_chunk(&io->t.gpu->pool);
+}
+
+/* Places a device item in the staging buffers, extending the open run when
+ * its file range follows. */
+static void stage(struct bio_worker *w, struct bio_item *it)
+{
+	struct ocf_handle *h = it->io.h;
+	off_t off = it->io.off;
+	size_t n = it->io.len;
+	size_t bsize = w->lane->bufs[w->cur].size;
+	if (w->run_first && w->run_h == h && w->run_write == it->write && w->run_off + (off_t)w->run_len == off) {
+		size_t end = w->run_pos + footprint(h, w->run_skew, w->run_len + n, it->write);
+		if (end <= bsize) {
+			it->stage = w->run_pos + w->run_skew + w->run_len;
+			it->run_head = false;
+			w->run_len += n;
+			w->run_last = it;
+			w->buf[w->cur].used = end;
+			stage_append(&w->buf[w->cur], it);
+			return;
+		}
+	}
+	close_run(w);
+	size_t skew = fio_stage_skew(h, off);
+	size_t foot = footprint(h, skew, n, it->write);
+	size_t pos = OCF_ALIGN_UP(w->buf[w->cur].used, run_align(h));
+	if (pos + foot > bsize) {
+		next_buffer(w);
+		pos = 0;
+	}
+	w->run_first = w->run_last = it;
+	w->run_h = h;
+	w->run_write = it->write;
+	w->run_off = off;
+	w->run_len = n;
+	w->run_pos = pos;
+	w->run_skew = skew;
+	it->stage = pos + skew;
+	it->run_head = true;
+	w->buf[w->cur].used = pos + foot;
+	stage_append(&w->buf[w->cur], it);
+}
+
+void bio_add(struct bio_worker *w, struct bio_item *it)
+{
+	it->copied = false;
+	ssize_t r = api_io_prepare(it->fh, it->base, it->size, it->file_offset, it->buf_offset, &w->cache, &it->io,
+				   &it->owns_handle);
+	if (r || it->size == 0) {
+		finish(w, it, r);
+		return;
+	}
+	if (!staged_path(&it->io)) {
+		/* The synchronous engine, with no lane held here (it may need
+		 * one of the same pool). */
+		drain(w);
+		r = it->write ? ocf_engine->write(&it->io) : ocf_engine->read(&it->io);
+		finish(w, it, r);
+		flush_done(w);
+		return;
+	}
+	r = take_lane(w, it->io.t.gpu);
+	if (r) {
+		finish(w, it, r);
+		return;
+	}
+	stage(w, it);
+}
+
+void bio_end(struct bio_worker *w)
+{
+	drain(w);
+	api_io_cache_drop(&w->cache);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * batch_io.h - the data path of batch entries: one thread serves a
+ * sequence of reads and writes through one staging lane, merging and
+ * pipelining them (batch_io.c explains how).
+ */
+#ifndef OCF_BATCH_IO_H_
+#define OCF_BATCH_IO_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "api.h"
+#include "cufile.h"
+#include "engine.h"
+#include "gpu.h"
+
+/* One request.  The caller fills the first group of fields before
+ * bio_add(); `result` is set (bytes, or -errno / -CU_FILE_*, as the
+ * synchronous path would return) before the item is handed to done(). */
+struct bio_item {
+	CUfileHandle_t fh;
+	void *base;
+	size_t size;
+	off_t file_offset, buf_offset;
+	bool write;
+
+	ssize_t result;
+	struct bio_item *next; /* in done()'s list; the data path's link before */
+
+	/* The data path's own. */
+	struct ocf_io io;
+	bool owns_handle; /* io.h must be put (the lookup cache was full) */
+	bool run_head;    /* starts a file-contiguous run in its buffer */
+	bool copied;      /* a copy was queued for it and not known to fail */
+	size_t stage;     /* offset in its staging buffer of the byte at io.off */
+};
+
+/* Called with finished items (linked through next), in batches: one call
+ * per staging buffer retired, so a caller can complete them under one lock. */
+typedef void (*bio_done_fn)(void *arg, struct bio_item *list);
+
+/* What one staging buffer of the lane holds. */
+struct bio_buf {
+	struct bio_item *head, *tail; /* staged items, in order */
+	size_t used;                  /* bytes of the buffer taken */
+	bool copies;                  /* copies were queued for its items */
+	bool recorded;                /* the lane's event of this buffer was recorded */
+	bool busy;                    /* handed to the GPU; retire before reuse */
+};
+
+/* One thread's state; on its stack, between bio_begin() and bio_end(). */
+struct bio_worker {
+	bio_done_fn done;
+	void *arg;
+	struct api_io_cache cache;
+	struct ocf_lane *lane; /* held while device items are staged */
+	struct ocf_gpu *gpu;   /* the lane's GPU; its primary context is current */
+	bool dirty;            /* a CUDA failure: the lane's stream may hold copies */
+	int cur;               /* buffer being filled */
+	struct bio_buf buf[OCF_LANE_DEPTH];
+	/* The run being staged in buf[cur]: items with one handle and
+	 * direction whose file ranges follow each other; one pread or pwrite. */
+	struct bio_item *run_first, *run_last;
+	struct ocf_handle *run_h;
+	bool run_write;
+	off_t run_off;
+	size_t run_len, run_pos, run_skew;
+	struct bio_item *done_head, *done_tail;
+};
+
+void bio_begin(struct bio_worker *w, bio_done_fn done, void *arg);
+/* Takes one request; it completes (done()) now or later, at the latest in
+ * bio_end().  The caller is an executor thread inside the driver gate. */
+void bio_add(struct bio_worker *w, struct bio_item *it);
+/* Finishes every request taken, releases the lane and the lookups. */
+void bio_end(struct bio_worker *w);
+
+#endif /* OCF_BATCH_IO_H_ */
