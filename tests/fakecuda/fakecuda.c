@@ -87,7 +87,13 @@ struct fc_fn {
 	CUresult nth_err;
 	bool always;
 	CUresult always_err;
+	unsigned long defer_target; /* 0: no deferred rule */
+	CUresult defer_err;
 };
+
+/* Set by fc_enter when a deferred rule hits this call: the operation the
+ * call enqueues is accepted but fails when its stream runs it. */
+static __thread CUresult fc_deferred;
 
 static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fc_fn fn_tab[FC_MAX_FN];
@@ -108,6 +114,7 @@ static struct fc_fn *fn_find_locked(const char *name, bool create)
 static CUresult fc_enter(struct fc_fn **slot, const char *name)
 {
 	CUresult r = CUDA_SUCCESS;
+	fc_deferred = CUDA_SUCCESS;
 	pthread_mutex_lock(&fault_mu);
 	if (!*slot)
 		*slot = fn_find_locked(name, true);
@@ -119,6 +126,9 @@ static CUresult fc_enter(struct fc_fn **slot, const char *name)
 			f->nth_target = 0;
 		} else if (f->always) {
 			r = f->always_err;
+		} else if (f->defer_target && f->calls == f->defer_target) {
+			fc_deferred = f->defer_err;
+			f->defer_target = 0;
 		}
 	}
 	pthread_mutex_unlock(&fault_mu);
@@ -132,6 +142,17 @@ FC_EXPORT void fakecuda_fail_nth(const char *func, unsigned long nth, CUresult e
 	if (f) {
 		f->nth_target = nth ? f->calls + nth : 0;
 		f->nth_err = err;
+	}
+	pthread_mutex_unlock(&fault_mu);
+}
+
+FC_EXPORT void fakecuda_fail_nth_deferred(const char *func, unsigned long nth, CUresult err)
+{
+	pthread_mutex_lock(&fault_mu);
+	struct fc_fn *f = fn_find_locked(func, true);
+	if (f) {
+		f->defer_target = nth ? f->calls + nth : 0;
+		f->defer_err = err;
 	}
 	pthread_mutex_unlock(&fault_mu);
 }
@@ -153,6 +174,7 @@ FC_EXPORT void fakecuda_reset_faults(void)
 	for (int i = 0; i < fn_n; i++) {
 		fn_tab[i].nth_target = 0;
 		fn_tab[i].always = false;
+		fn_tab[i].defer_target = 0;
 	}
 	pthread_mutex_unlock(&fault_mu);
 }
@@ -1231,6 +1253,7 @@ struct fc_op {
 	CUevent ev;
 	uint64_t gen;
 	CUdeviceptr ptr;
+	CUresult fail; /* a deferred failure: the copy does not happen */
 };
 
 struct CUstream_st {
@@ -1240,6 +1263,7 @@ struct CUstream_st {
 	uint64_t enq, done;
 	bool dying;
 	bool is_default;
+	CUresult err; /* a failed operation's error, until a stream sync reports it */
 	int refs; /* under g_mu */
 	CUcontext ctx;
 	unsigned flags;
@@ -1252,6 +1276,7 @@ struct CUevent_st {
 	pthread_cond_t cv;
 	unsigned flags;
 	uint64_t rec_gen, done_gen;
+	CUresult done_err; /* the stream's error when the last record completed */
 	struct timespec t;
 	int refs; /* under g_mu */
 	struct CUevent_st *next;
@@ -1261,6 +1286,7 @@ static struct CUstream_st *g_streams;
 static size_t g_nstreams;
 static struct CUstream_st *g_default;
 static struct CUevent_st *g_events;
+static size_t g_nevents;
 
 static void stream_put(struct CUstream_st *s)
 {
@@ -1309,6 +1335,12 @@ static bool wait_cond_holds(uint64_t cur, uint64_t val, unsigned flags, bool is6
 
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
+	if (op->fail && (op->kind == OP_COPY || op->kind == OP_MEMSET)) {
+		pthread_mutex_lock(&s->mu);
+		s->err = op->fail;
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
 	switch (op->kind) {
 	case OP_COPY:
 		memmove(op->dst, op->src, op->n);
@@ -1341,9 +1373,13 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		break;
 	case OP_EVREC: {
 		struct CUevent_st *e = op->ev;
+		pthread_mutex_lock(&s->mu);
+		CUresult serr = s->err;
+		pthread_mutex_unlock(&s->mu);
 		pthread_mutex_lock(&e->mu);
 		if (op->gen > e->done_gen) {
 			e->done_gen = op->gen;
+			e->done_err = serr;
 			clock_gettime(CLOCK_MONOTONIC, &e->t);
 		}
 		pthread_cond_broadcast(&e->cv);
@@ -1498,6 +1534,16 @@ static void stream_sync(struct CUstream_st *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* The error of a failed operation (deferred fault), reported once. */
+static CUresult stream_take_error(struct CUstream_st *s)
+{
+	pthread_mutex_lock(&s->mu);
+	CUresult r = s->err;
+	s->err = CUDA_SUCCESS;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
 /* Synchronous operations first let the default stream drain. */
 static void drain_default(void)
 {
@@ -1525,6 +1571,8 @@ static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*op = *tmpl;
+	op->fail = fc_deferred;
+	fc_deferred = CUDA_SUCCESS;
 	stream_push(s, op);
 	stream_put(s);
 	return CUDA_SUCCESS;
@@ -1591,6 +1639,14 @@ FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 	return CUDA_SUCCESS;
 }
 
+FC_EXPORT size_t fakecuda_live_events(void)
+{
+	pthread_mutex_lock(&g_mu);
+	size_t n = g_nevents;
+	pthread_mutex_unlock(&g_mu);
+	return n;
+}
+
 FC_EXPORT size_t fakecuda_live_streams(void)
 {
 	pthread_mutex_lock(&g_mu);
@@ -1607,8 +1663,9 @@ FC_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 	if (r != CUDA_SUCCESS)
 		return r;
 	stream_sync(s);
+	r = stream_take_error(s);
 	stream_put(s);
-	return CUDA_SUCCESS;
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
@@ -1621,6 +1678,8 @@ FC_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
 	pthread_mutex_lock(&s->mu);
 	r = s->done == s->enq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 	pthread_mutex_unlock(&s->mu);
+	if (r == CUDA_SUCCESS)
+		r = stream_take_error(s);
 	stream_put(s);
 	return r;
 }
@@ -1694,6 +1753,7 @@ FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	pthread_mutex_lock(&g_mu);
 	e->next = g_events;
 	g_events = e;
+	g_nevents++;
 	pthread_mutex_unlock(&g_mu);
 	*phEvent = e;
 	return CUDA_SUCCESS;
@@ -1708,8 +1768,10 @@ FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
 		if (*pp == hEvent)
 			break;
 	struct CUevent_st *e = *pp;
-	if (e)
+	if (e) {
 		*pp = e->next;
+		g_nevents--;
+	}
 	pthread_mutex_unlock(&g_mu);
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1795,9 +1857,10 @@ FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 	uint64_t target = e->rec_gen;
 	while (e->done_gen < target)
 		pthread_cond_wait(&e->cv, &e->mu);
+	r = e->done_err;
 	pthread_mutex_unlock(&e->mu);
 	event_put(e);
-	return CUDA_SUCCESS;
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
@@ -1808,7 +1871,7 @@ FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&e->mu);
-	r = e->done_gen >= e->rec_gen ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	r = e->done_gen >= e->rec_gen ? e->done_err : CUDA_ERROR_NOT_READY;
 	pthread_mutex_unlock(&e->mu);
 	event_put(e);
 	return r;
