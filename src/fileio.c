@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -39,7 +40,7 @@ static ssize_t pread_full(int fd, char *buf, size_t n, off_t off)
 {
 	size_t done = 0;
 	while (done < n) {
-		ssize_t r = pread(fd, buf + done, n - done, off + (off_t)done);
+		ssize_t r = fault_pread(fd, buf + done, n - done, off + (off_t)done);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -56,7 +57,7 @@ static ssize_t pwrite_full(int fd, const char *buf, size_t n, off_t off)
 {
 	size_t done = 0;
 	while (done < n) {
-		ssize_t r = pwrite(fd, buf + done, n - done, off + (off_t)done);
+		ssize_t r = fault_pwrite(fd, buf + done, n - done, off + (off_t)done);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -143,7 +144,7 @@ static ssize_t read_via_scratch(struct ocf_handle *h, char *dst, size_t n, off_t
 static off_t file_size(int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) != 0)
+	if (fault_fstat(fd, &st) != 0)
 		return -errno;
 	if (S_ISBLK(st.st_mode)) {
 		uint64_t bytes = 0;
@@ -199,7 +200,7 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	if (h->fd_buffered >= 0)
 		return pwrite_full(h->fd_buffered, src, n, off);
 	pthread_mutex_lock(&h->toggle_lock);
-	if (h->toggle_count++ == 0 && fcntl(h->fd, F_SETFL, h->open_flags & ~O_DIRECT) != 0) {
+	if (h->toggle_count++ == 0 && fault_fcntl(h->fd, F_SETFL, h->open_flags & ~O_DIRECT) != 0) {
 		int e = errno;
 		h->toggle_count--;
 		pthread_mutex_unlock(&h->toggle_lock);
@@ -208,7 +209,7 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	pthread_mutex_unlock(&h->toggle_lock);
 	ssize_t r = pwrite_full(h->fd, src, n, off);
 	pthread_mutex_lock(&h->toggle_lock);
-	if (--h->toggle_count == 0 && fcntl(h->fd, F_SETFL, h->open_flags) != 0)
+	if (--h->toggle_count == 0 && fault_fcntl(h->fd, F_SETFL, h->open_flags) != 0)
 		log_error("could not restore O_DIRECT on fd %d: %s", h->fd, strerror(errno));
 	pthread_mutex_unlock(&h->toggle_lock);
 	return r;

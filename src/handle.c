@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "gpu.h"
 #include "internal.h"
 #include "log.h"
@@ -115,7 +116,7 @@ static int open_buffered_twin(int fd, int flags)
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int keep = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
-	int nfd = open(path, keep | O_CLOEXEC | O_NOCTTY);
+	int nfd = fault_open(path, keep | O_CLOEXEC | O_NOCTTY);
 	if (nfd < 0) {
 		log_info("no buffered twin for fd %d (%s): unaligned writes toggle O_DIRECT", fd,
 			 strerror(errno));
@@ -123,7 +124,7 @@ static int open_buffered_twin(int fd, int flags)
 	}
 	/* Make sure it is the same file, not whatever the path resolves to now. */
 	struct stat a, b;
-	if (fstat(fd, &a) != 0 || fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+	if (fault_fstat(fd, &a) != 0 || fault_fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		close(nfd);
 		return -1;
 	}
@@ -134,7 +135,7 @@ static int check_fd(struct ocf_handle *h, int fd)
 {
 	if (fd < 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
-	int flags = fcntl(fd, F_GETFL);
+	int flags = fault_fcntl(fd, F_GETFL, 0);
 	if (flags < 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 #ifdef O_PATH
@@ -142,7 +143,7 @@ static int check_fd(struct ocf_handle *h, int fd)
 		return OCF_ERR(CU_FILE_INVALID_FILE_OPEN_FLAG);
 #endif
 	struct stat st;
-	if (fstat(fd, &st) != 0)
+	if (fault_fstat(fd, &st) != 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return OCF_ERR(CU_FILE_INVALID_FILE_TYPE);
