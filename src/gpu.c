@@ -75,10 +75,12 @@ size_t pool_chunk(const struct ocf_pool *p) { return p->chunk; }
 #define FIRST_ARENA_LANES 2
 #define ARENA_LANES 8
 
-/* Carves `bytes` (a multiple of OCF_MAX_ALIGN) of staging memory; pins a
- * new arena when the current one is full.  For a GPU pool the caller has
- * made its primary context current. */
-static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
+/* Carves `bytes` (a multiple of OCF_MAX_ALIGN) of staging memory into
+ * *out; pins a new arena when the current one is full.  For a GPU pool the
+ * caller has made its primary context current.  Returns 0, or
+ * CU_FILE_CUDA_DRIVER_ERROR when pinning failed (like every failed CUDA
+ * call), CU_FILE_NOMEM_ERROR when host memory ran out. */
+static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, char **out)
 {
 	pthread_mutex_lock(&p->arena_lock);
 	struct ocf_arena *a = p->arenas;
@@ -87,8 +89,8 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		size_t size = OCF_MAX(bytes, lane * (a ? ARENA_LANES : FIRST_ARENA_LANES));
 		struct ocf_arena *n = calloc(1, sizeof(*n));
 		void *mem = NULL;
-		bool ok = n != NULL;
-		if (ok && p->gpu) {
+		int err = n ? 0 : OCF_ERR(CU_FILE_NOMEM_ERROR);
+		if (!err && p->gpu) {
 			/* Pinned memory from the driver is page aligned;
 			 * OCF_MAX_ALIGN alignment is asked of what is carved,
 			 * so align the start ourselves. */
@@ -97,15 +99,15 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 			if (r != CUDA_SUCCESS) {
 				log_error("pinned staging allocation of %zu bytes failed: %s", size,
 					  cuda_error_name(r));
-				ok = false;
+				err = OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 			}
-		} else if (ok && posix_memalign(&mem, OCF_MAX_ALIGN, size) != 0) {
-			ok = false;
+		} else if (!err && posix_memalign(&mem, OCF_MAX_ALIGN, size) != 0) {
+			err = OCF_ERR(CU_FILE_NOMEM_ERROR);
 		}
-		if (!ok) {
+		if (err) {
 			free(n);
 			pthread_mutex_unlock(&p->arena_lock);
-			return NULL;
+			return err;
 		}
 		n->base = mem;
 		n->size = size;
@@ -115,14 +117,12 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		a = n;
 		log_debug("staging arena of %zu KiB %s", size / 1024, p->gpu ? "pinned" : "allocated");
 	}
-	char *r = a->base + a->used;
+	*out = a->base + a->used;
 	if (consume)
 		a->used += bytes;
 	pthread_mutex_unlock(&p->arena_lock);
-	return r;
+	return 0;
 }
-
-static char *arena_carve(struct ocf_pool *p, size_t bytes) { return arena_take(p, bytes, true); }
 
 /* Gives back the most recent carve (a lane that could not be completed). */
 static void arena_uncarve(struct ocf_pool *p, char *mem, size_t bytes)
@@ -215,11 +215,10 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 			goto fail;
 		}
 	}
-	char *mem = arena_carve(p, OCF_LANE_DEPTH * buf_bytes(p));
-	if (!mem) {
-		r = OCF_ERR(CU_FILE_NOMEM_ERROR);
+	char *mem;
+	r = arena_take(p, OCF_LANE_DEPTH * buf_bytes(p), true, &mem);
+	if (r)
 		goto fail;
-	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++) {
 		struct ocf_slot *b = &l->bufs[i];
 		b->chunk = p->chunk;
@@ -449,8 +448,9 @@ static void *prewarm_main(void *arg)
 		/* One arena for all of them: one pinning call. */
 		if (ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
 			size_t want = (size_t)lanes * OCF_LANE_DEPTH * buf_bytes(&g->pool);
+			char *unused;
 			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
-				   false);
+				   false, &unused);
 			cuda_ctx_pop();
 		}
 		while (n < lanes && pool_try_get(&g->pool, &got[n]) == 0)
