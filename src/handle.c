@@ -143,8 +143,10 @@ static int check_fd(struct ocf_handle *h, int fd)
 		return OCF_ERR(CU_FILE_INVALID_FILE_OPEN_FLAG);
 #endif
 	struct stat st;
+	/* A descriptor that is not open is an invalid argument; any other
+	 * failure (EIO, ENOMEM...) is the system's error. */
 	if (fault_fstat(fd, &st) != 0)
-		return OCF_ERR(CU_FILE_INVALID_VALUE);
+		return errno == EBADF ? OCF_ERR(CU_FILE_INVALID_VALUE) : -errno;
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return OCF_ERR(CU_FILE_INVALID_FILE_TYPE);
 	if (flags & (O_APPEND | O_NONBLOCK))
