@@ -927,5 +927,13 @@ int main(int argc, char **argv)
 			if (applies((enum family)f, NULL, &kinds[j]))
 				run_cell((enum family)f, NULL, NULL, &kinds[j]);
 	}
+
+	for (size_t i = 0; i < NVARIANTS; i++)
+		t_mem_free(&vbuf[i].m);
+	struct buf *bufs[] = {&regbuf, &hrbuf, &dobuf, &bbuf[0], &bbuf[1], &bbuf[2]};
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		t_mem_free(&bufs[i]->m);
+	T_CU(cuStreamDestroy(app_stream));
+	close(check_fd);
 	return 0;
 }
