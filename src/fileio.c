@@ -111,9 +111,12 @@ ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, 
 		return fs_io(h, slot->buf, n, off, 0);
 	if (!h->odirect)
 		return pread_full(h->fd, slot->buf, n, off);
-	off_t a = OCF_ALIGN_DOWN(off, (off_t)h->align);
-	off_t e = OCF_ALIGN_UP(off + (off_t)n, (off_t)h->align);
-	ssize_t got = pread_full(h->fd, slot->buf, (size_t)(e - a), a);
+	/* Unsigned: off + n <= LLONG_MAX, but rounding it up may not fit in
+	 * an off_t (the kernel refuses such offsets anyway). */
+	uint64_t A = h->align;
+	off_t a = OCF_ALIGN_DOWN(off, (off_t)A);
+	uint64_t e = OCF_ALIGN_UP((uint64_t)off + n, A);
+	ssize_t got = pread_full(h->fd, slot->buf, (size_t)(e - (uint64_t)a), a);
 	if (got < 0)
 		return got;
 	size_t skew = (size_t)(off - a);
@@ -223,10 +226,13 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off)
 		return pwrite_full(h->fd, src, n, off);
 
 	off_t A = (off_t)h->align;
-	off_t end = off + (off_t)n;
-	off_t body_start = OCF_ALIGN_UP(off, A);
+	off_t end = off + (off_t)n; /* <= LLONG_MAX: checked by the caller */
+	off_t head = (A - off % A) % A;
+	if (head >= (off_t)n) /* no aligned block inside: one piece */
+		return write_unaligned(h, src, n, off);
+	off_t body_start = off + head; /* <= end: cannot overflow */
 	off_t body_end = OCF_ALIGN_DOWN(end, A);
-	if (body_start >= body_end) /* no aligned block inside: one piece */
+	if (body_start >= body_end)
 		return write_unaligned(h, src, n, off);
 	/* [cut[i], cut[i+1]) in file order: head, body, tail. */
 	off_t cut[4] = {off, body_start, body_end, end};
