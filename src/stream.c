@@ -86,7 +86,7 @@ struct flag {
 	uint32_t *passed_host; /* the word the stream writes after its wait */
 	CUdeviceptr passed_dev;
 	uint32_t seq;     /* last target handed out; under flag_lock */
-	uint32_t tracked; /* latest target whose "passed" write was queued */
+	uint32_t tracked; /* the target of its latest use: passed reaches it */
 	bool has_tracked;
 	struct flag_page *page;
 	struct flag *next_free;
@@ -101,7 +101,9 @@ struct flag_page {
 };
 
 /* flag_lock protects pages, free_flags, every flag's seq, tracked,
- * has_tracked and next_free, and every page's untracked. */
+ * has_tracked and next_free, and every page's untracked.  A flag serves one
+ * operation from flag_get until its stream has written the passed word,
+ * not only until flag_put: the next use waits for that (flag_get). */
 static pthread_mutex_t flag_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct flag_page *pages;
 static struct flag *free_flags;
@@ -195,21 +197,36 @@ static int flag_page_new(void)
 	return 0;
 }
 
+/* Caller holds flag_lock.  Has the stream of the flag's last operation
+ * passed its wait (written the passed word)?  Acquire: that write is the
+ * stream's last access for that operation. */
+static bool flag_idle_locked(const struct flag *f)
+{
+	return !f->has_tracked || (int32_t)(__atomic_load_n(f->passed_host, __ATOMIC_ACQUIRE) - f->tracked) >= 0;
+}
+
+/* A flag for a new operation: a free one whose previous stream has passed
+ * its wait, so that the passed words of two operations never race. */
 static int flag_get(struct flag **out, uint32_t *target)
 {
 	for (;;) {
 		pthread_mutex_lock(&flag_lock);
-		struct flag *f = free_flags;
+		struct flag **pp = &free_flags;
+		while (*pp && !flag_idle_locked(*pp))
+			pp = &(*pp)->next_free;
+		struct flag *f = *pp;
 		if (f) {
-			free_flags = f->next_free;
+			*pp = f->next_free;
 			*target = ++f->seq;
+			f->tracked = *target;
+			f->has_tracked = true;
 			pthread_mutex_unlock(&flag_lock);
 			*out = f;
 			return 0;
 		}
 		pthread_mutex_unlock(&flag_lock);
 		/* Pinning outside the lock: a CUDA call, rare (one page serves
-		 * 1024 operations in flight). */
+		 * 512 operations in flight). */
 		int r = flag_page_new();
 		if (r)
 			return r;
@@ -233,16 +250,11 @@ static bool flag_reached(const struct flag *f, uint32_t target)
 	return (int32_t)(__atomic_load_n(f->host, __ATOMIC_ACQUIRE) - target) >= 0;
 }
 
-/* The stream will write `target` into the flag's passed word after its
- * wait.  The flag may already serve a newer operation (it is freed when the
- * I/O completes, which can be before this runs): keep the newest target. */
-static void flag_track(struct flag *f, uint32_t target)
+/* No stream write of the passed word was queued for this use of the flag
+ * (or the stream is known to be past it): mark it passed from the CPU. */
+static void flag_passed_now(struct flag *f, uint32_t target)
 {
-	pthread_mutex_lock(&flag_lock);
-	if (!f->has_tracked || (int32_t)(target - f->tracked) > 0)
-		f->tracked = target;
-	f->has_tracked = true;
-	pthread_mutex_unlock(&flag_lock);
+	__atomic_store_n(f->passed_host, target, __ATOMIC_RELEASE);
 }
 
 /* Has every stream passed the waits queued on this page?  Acquire: the
@@ -340,9 +352,12 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 	atomic_init(&op->refs, 2);
 	driver_hold(1); /* released by the executor, or by host_fn if abandoned */
 
+	struct flag *f = op->flag;
+	uint32_t target = op->target;
 	CUresult cr = ocf_cu.LaunchHostFunc(stream, host_fn, op);
 	if (cr != CUDA_SUCCESS) {
 		log_error("cuFile%sAsync: cuLaunchHostFunc: %s", write ? "Write" : "Read", cuda_error_name(cr));
+		flag_passed_now(f, target);
 		flag_put(op->flag);
 		driver_release();
 		free(op);
@@ -357,32 +372,33 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 			/* Already running: the caller must not reuse its buffer
 			 * while we write it, so wait for the I/O to finish.  The
 			 * flag cannot be freed meanwhile (we are in the gate). */
-			struct flag *f = op->flag;
-			uint32_t t = op->target;
-			while (!flag_reached(f, t)) {
+			while (!flag_reached(f, target)) {
 				struct timespec ts = {0, 50000};
 				nanosleep(&ts, NULL);
 			}
 		}
+		/* No stream waits on the flag; whoever completes the operation
+		 * (op_run or host_fn) returns it to the free list. */
+		flag_passed_now(f, target);
 		op_put(op);
 		return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 	}
 	/* The operation is queued; what is left is knowing when the stream
 	 * is done with the flag page. */
-	struct flag *f = op->flag;
-	uint32_t target = op->target;
 	cr = ocf_cu.StreamWriteValue32(stream, f->passed_dev, target, CU_STREAM_WRITE_VALUE_DEFAULT);
-	if (cr == CUDA_SUCCESS) {
-		flag_track(f, target);
-	} else if (ocf_cu.StreamSynchronize(stream) != CUDA_SUCCESS) {
+	if (cr != CUDA_SUCCESS) {
 		/* The stream has passed the wait once synchronised (nothing of
-		 * the application's comes after it yet); if even that fails the
-		 * page is never freed. */
-		log_error("cuFile%sAsync: cannot tell when the stream leaves its flag (%s): flag page kept",
-			  write ? "Write" : "Read", cuda_error_name(cr));
-		pthread_mutex_lock(&flag_lock);
-		f->page->untracked = true;
-		pthread_mutex_unlock(&flag_lock);
+		 * the application's comes after it yet); if even that fails, the
+		 * flag is never reused and its page never freed. */
+		if (ocf_cu.StreamSynchronize(stream) == CUDA_SUCCESS) {
+			flag_passed_now(f, target);
+		} else {
+			log_error("cuFile%sAsync: cannot tell when the stream leaves its flag (%s): flag page kept",
+				  write ? "Write" : "Read", cuda_error_name(cr));
+			pthread_mutex_lock(&flag_lock);
+			f->page->untracked = true;
+			pthread_mutex_unlock(&flag_lock);
+		}
 	}
 	op_put(op);
 	return 0;

@@ -1263,6 +1263,7 @@ struct CUstream_st {
 	uint64_t enq, done;
 	bool dying;
 	bool is_default;
+	long delay_us; /* this stream's delay before each operation; < 0: the global one */
 	CUresult err; /* a failed operation's error, until a stream sync reports it */
 	int refs; /* under g_mu */
 	CUcontext ctx;
@@ -1424,7 +1425,8 @@ static void *stream_worker(void *arg)
 			s->tail = NULL;
 		pthread_mutex_unlock(&s->mu);
 
-		unsigned d = atomic_load(&g_delay_us);
+		long own = __atomic_load_n(&s->delay_us, __ATOMIC_RELAXED);
+		unsigned d = own >= 0 ? (unsigned)own : atomic_load(&g_delay_us);
 		if (d)
 			sleep_us(d);
 		op_run(s, op);
@@ -1450,6 +1452,7 @@ static struct CUstream_st *stream_new(CUcontext ctx, unsigned flags, int prio, b
 	s->flags = flags;
 	s->prio = prio;
 	s->is_default = is_default;
+	s->delay_us = -1;
 	s->refs = 2; /* owner + worker */
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -1637,6 +1640,16 @@ FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 	pthread_mutex_unlock(&s->mu);
 	stream_put(s);
 	return CUDA_SUCCESS;
+}
+
+FC_EXPORT int fakecuda_set_stream_delay_us_for(CUstream h, long us)
+{
+	struct CUstream_st *s;
+	if (stream_get(h, &s, NULL) != CUDA_SUCCESS)
+		return -1;
+	__atomic_store_n(&s->delay_us, us, __ATOMIC_RELAXED);
+	stream_put(s);
+	return 0;
 }
 
 FC_EXPORT size_t fakecuda_live_events(void)

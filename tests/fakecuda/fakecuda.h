@@ -71,6 +71,9 @@ void *fakecuda_shadow(CUdeviceptr ptr, size_t len);
  * operation (default 0, or FAKECUDA_STREAM_DELAY_US).  A library that
  * forgets to synchronise a stream then reads stale data in tests. */
 void fakecuda_set_stream_delay_us(unsigned us);
+/* The same for one stream only (us < 0: back to the global delay).  Returns
+ * 0, or -1 for an unknown stream. */
+int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
 
 #ifdef __cplusplus
 }
