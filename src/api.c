@@ -95,7 +95,7 @@ OCF_EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t 
 	driver_exit();
 	stats_handle_register(r == 0);
 	if (r)
-		log_error("cuFileHandleRegister failed: %s", cufileop_status_error((CUfileOpError)-r));
+		log_error("cuFileHandleRegister failed: %s", cufileop_status_error(api_status(r).err));
 	return api_status(r);
 }
 
@@ -122,7 +122,7 @@ OCF_EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t lengt
 	stats_buf_register(r == 0);
 	if (r)
 		log_error("cuFileBufRegister(%p, %zu, %d) failed: %s", bufPtr_base, length, flags,
-			  cufileop_status_error((CUfileOpError)-r));
+			  cufileop_status_error(api_status(r).err));
 	return api_status(r);
 }
 
@@ -137,7 +137,7 @@ OCF_EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 	driver_exit();
 	stats_buf_deregister(r == 0);
 	if (r)
-		log_error("cuFileBufDeregister(%p) failed: %s", bufPtr_base, cufileop_status_error((CUfileOpError)-r));
+		log_error("cuFileBufDeregister(%p) failed: %s", bufPtr_base, cufileop_status_error(api_status(r).err));
 	return api_status(r);
 }
 

@@ -110,9 +110,11 @@ int async_start(void)
 			nthreads++;
 		}
 		if (nthreads == 0) {
+			/* No memory for the thread table, or no thread could
+			 * be created (EAGAIN: a resource limit). */
+			r = threads ? OCF_ERR(CU_FILE_INTERNAL_ERROR) : OCF_ERR(CU_FILE_NOMEM_ERROR);
 			free(threads);
 			threads = NULL;
-			r = OCF_ERR(CU_FILE_INTERNAL_ERROR);
 			log_error("cannot start the asynchronous I/O threads");
 		} else {
 			log_debug("%d asynchronous I/O threads started", nthreads);

@@ -67,6 +67,8 @@
 	X(LaunchHostFunc, "cuLaunchHostFunc", CUresult, (CUstream, CUhostFn, void *))         \
 	X(StreamWaitValue32, "cuStreamWaitValue32_v2", CUresult,                              \
 	  (CUstream, CUdeviceptr, cuuint32_t, unsigned int))                                  \
+	X(StreamWriteValue32, "cuStreamWriteValue32_v2", CUresult,                            \
+	  (CUstream, CUdeviceptr, cuuint32_t, unsigned int))                                  \
 	X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                  \
 	  (CUdeviceptr *, void *, unsigned int))
 

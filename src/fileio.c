@@ -52,6 +52,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -64,7 +65,7 @@ static ssize_t pread_full(int fd, char *buf, size_t n, off_t off)
 {
 	size_t done = 0;
 	while (done < n) {
-		ssize_t r = pread(fd, buf + done, n - done, off + (off_t)done);
+		ssize_t r = fault_pread(fd, buf + done, n - done, off + (off_t)done);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -81,7 +82,7 @@ static ssize_t pwrite_full(int fd, const char *buf, size_t n, off_t off)
 {
 	size_t done = 0;
 	while (done < n) {
-		ssize_t r = pwrite(fd, buf + done, n - done, off + (off_t)done);
+		ssize_t r = fault_pwrite(fd, buf + done, n - done, off + (off_t)done);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -314,13 +315,16 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 		return 0; /* buffered: the whole range as it is */
 	/* Direct: the aligned range covering [from, off+n), placed so that
 	 * the slot agrees with the file modulo the alignment. */
-	off_t a = OCF_ALIGN_DOWN(from, (off_t)h->align);
-	off_t e = OCF_ALIGN_UP(off + (off_t)n, (off_t)h->align);
+	/* Unsigned: off + n <= LLONG_MAX, but rounding it up may not fit in
+	 * an off_t (the kernel refuses such offsets anyway). */
+	uint64_t A = h->align;
+	off_t a = OCF_ALIGN_DOWN(from, (off_t)A);
+	uint64_t e = OCF_ALIGN_UP((uint64_t)off + n, A);
 	op->fd = dfd;
 	op->direct = true;
 	op->buf = dst - (off - a);
 	op->off = a;
-	op->len = (size_t)(e - a);
+	op->len = (size_t)(e - (uint64_t)a);
 	return 0;
 }
 
@@ -370,7 +374,7 @@ static ssize_t read_via_scratch(struct ocf_handle *h, char *dst, size_t n, off_t
 static off_t file_size(int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) != 0)
+	if (fault_fstat(fd, &st) != 0)
 		return -errno;
 	if (S_ISBLK(st.st_mode)) {
 		uint64_t bytes = 0;
@@ -448,7 +452,7 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	if (h->fd_buffered >= 0)
 		return pwrite_full(h->fd_buffered, src, n, off);
 	pthread_mutex_lock(&h->toggle_lock);
-	if (h->toggle_count++ == 0 && fcntl(h->fd, F_SETFL, h->open_flags & ~O_DIRECT) != 0) {
+	if (h->toggle_count++ == 0 && fault_fcntl(h->fd, F_SETFL, h->open_flags & ~O_DIRECT) != 0) {
 		int e = errno;
 		h->toggle_count--;
 		pthread_mutex_unlock(&h->toggle_lock);
@@ -457,7 +461,7 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	pthread_mutex_unlock(&h->toggle_lock);
 	ssize_t r = pwrite_full(h->fd, src, n, off);
 	pthread_mutex_lock(&h->toggle_lock);
-	if (--h->toggle_count == 0 && fcntl(h->fd, F_SETFL, h->open_flags) != 0)
+	if (--h->toggle_count == 0 && fault_fcntl(h->fd, F_SETFL, h->open_flags) != 0)
 		log_error("could not restore O_DIRECT on fd %d: %s", h->fd, strerror(errno));
 	pthread_mutex_unlock(&h->toggle_lock);
 	return r;
@@ -479,10 +483,13 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, st
 		return write_piece(h, ring, src, n, off);
 
 	off_t A = (off_t)h->align;
-	off_t end = off + (off_t)n;
-	off_t body_start = OCF_ALIGN_UP(off, A);
+	off_t end = off + (off_t)n; /* <= LLONG_MAX: checked by the caller */
+	off_t head = (A - off % A) % A;
+	if (head >= (off_t)n) /* no aligned block inside: one piece */
+		return write_unaligned(h, src, n, off);
+	off_t body_start = off + head; /* <= end: cannot overflow */
 	off_t body_end = OCF_ALIGN_DOWN(end, A);
-	if (body_start >= body_end) /* no aligned block inside: one piece */
+	if (body_start >= body_end)
 		return write_unaligned(h, src, n, off);
 	/* [cut[i], cut[i+1]) in file order: head, body, tail. */
 	off_t cut[4] = {off, body_start, body_end, end};

@@ -126,6 +126,9 @@ static int gpu_numa_node(CUdevice dev)
 static int pin_arena(struct ocf_gpu *g, size_t *size, size_t room, void **mem, bool *registered)
 {
 	*registered = false;
+	const char *env = ocf_getenv("OPENCUFILE_STAGING_HOSTALLOC"); /* tests, experiments */
+	if (env && *env == '1')
+		goto hostalloc;
 	/* Whole huge pages where the pool's bound leaves room for them. */
 	size_t len = OCF_ALIGN_UP(*size, (size_t)HUGE_PAGE);
 	if (len > room)
@@ -160,13 +163,14 @@ static int pin_arena(struct ocf_gpu *g, size_t *size, size_t room, void **mem, b
 		}
 		munmap(m, len);
 	}
+hostalloc:
 	/* Pinned memory from the driver is page aligned; OCF_MAX_ALIGN
 	 * alignment is asked of what is carved, so leave room to align. */
 	*size += OCF_MAX_ALIGN;
 	CUresult r = ocf_cu.MemHostAlloc(mem, *size, CU_MEMHOSTALLOC_PORTABLE);
 	if (r != CUDA_SUCCESS) {
 		log_error("pinned staging allocation of %zu bytes failed: %s", *size, cuda_error_name(r));
-		return -ENOMEM;
+		return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 	}
 	return 0;
 }
@@ -185,10 +189,12 @@ static void unpin_arena(struct ocf_arena *a)
 #define FIRST_ARENA_LANES 2
 #define ARENA_LANES 8
 
-/* Carves `bytes` (a multiple of OCF_MAX_ALIGN) of staging memory; pins a
- * new arena when the current one is full.  For a GPU pool the caller has
- * made its primary context current. */
-static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
+/* Carves `bytes` (a multiple of OCF_MAX_ALIGN) of staging memory into
+ * *out; pins a new arena when the current one is full.  For a GPU pool the
+ * caller has made its primary context current.  Returns 0, or
+ * CU_FILE_CUDA_DRIVER_ERROR when pinning failed (like every failed CUDA
+ * call), CU_FILE_NOMEM_ERROR when host memory ran out. */
+static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, char **out)
 {
 	pthread_mutex_lock(&p->arena_lock);
 	struct ocf_arena *a = p->arenas;
@@ -203,16 +209,16 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		struct ocf_arena *n = calloc(1, sizeof(*n));
 		void *mem = NULL;
 		bool registered = false;
-		bool ok = n != NULL;
-		if (ok && p->gpu) {
-			ok = pin_arena(p->gpu, &size, OCF_MAX(left, size), &mem, &registered) == 0;
-		} else if (ok && posix_memalign(&mem, OCF_MAX_ALIGN, size) != 0) {
-			ok = false;
+		int err = n ? 0 : OCF_ERR(CU_FILE_NOMEM_ERROR);
+		if (!err && p->gpu) {
+			err = pin_arena(p->gpu, &size, OCF_MAX(left, size), &mem, &registered);
+		} else if (!err && posix_memalign(&mem, OCF_MAX_ALIGN, size) != 0) {
+			err = OCF_ERR(CU_FILE_NOMEM_ERROR);
 		}
-		if (!ok) {
+		if (err) {
 			free(n);
 			pthread_mutex_unlock(&p->arena_lock);
-			return NULL;
+			return err;
 		}
 		n->base = mem;
 		n->size = size;
@@ -226,14 +232,12 @@ static char *arena_take(struct ocf_pool *p, size_t bytes, bool consume)
 		a = n;
 		log_debug("staging arena of %zu KiB %s", size / 1024, p->gpu ? "pinned" : "allocated");
 	}
-	char *r = a->base + a->used;
+	*out = a->base + a->used;
 	if (consume)
 		a->used += bytes;
 	pthread_mutex_unlock(&p->arena_lock);
-	return r;
+	return 0;
 }
-
-static char *arena_carve(struct ocf_pool *p, size_t bytes) { return arena_take(p, bytes, true); }
 
 /* Gives back the most recent carve (a lane that could not be completed). */
 static void arena_uncarve(struct ocf_pool *p, char *mem, size_t bytes)
@@ -334,11 +338,10 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 			goto fail;
 		}
 	}
-	char *mem = arena_carve(p, OCF_LANE_DEPTH * buf_bytes(p));
-	if (!mem) {
-		r = OCF_ERR(CU_FILE_NOMEM_ERROR);
+	char *mem;
+	r = arena_take(p, OCF_LANE_DEPTH * buf_bytes(p), true, &mem);
+	if (r)
 		goto fail;
-	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++) {
 		struct ocf_slot *b = &l->bufs[i];
 		b->chunk = p->chunk;
@@ -647,8 +650,9 @@ static void *prewarm_main(void *arg)
 		/* One arena for all of them: one pinning call. */
 		if (ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
 			size_t want = (size_t)lanes * OCF_LANE_DEPTH * buf_bytes(&g->pool);
+			char *unused;
 			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
-				   false);
+				   false, &unused);
 			cuda_ctx_pop();
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);

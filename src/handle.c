@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "gpu.h"
 #include "internal.h"
 #include "log.h"
@@ -116,11 +117,11 @@ static int open_twin(int fd, int flags)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	int nfd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	int nfd = fault_open(path, flags | O_CLOEXEC | O_NOCTTY);
 	if (nfd < 0)
 		return -errno;
 	struct stat a, b;
-	if (fstat(fd, &a) != 0 || fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+	if (fault_fstat(fd, &a) != 0 || fault_fstat(nfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		close(nfd);
 		return -ESTALE;
 	}
@@ -160,7 +161,7 @@ static int check_fd(struct ocf_handle *h, int fd)
 {
 	if (fd < 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
-	int flags = fcntl(fd, F_GETFL);
+	int flags = fault_fcntl(fd, F_GETFL, 0);
 	if (flags < 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 #ifdef O_PATH
@@ -168,8 +169,10 @@ static int check_fd(struct ocf_handle *h, int fd)
 		return OCF_ERR(CU_FILE_INVALID_FILE_OPEN_FLAG);
 #endif
 	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	/* A descriptor that is not open is an invalid argument; any other
+	 * failure (EIO, ENOMEM...) is the system's error. */
+	if (fault_fstat(fd, &st) != 0)
+		return errno == EBADF ? OCF_ERR(CU_FILE_INVALID_VALUE) : -errno;
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return OCF_ERR(CU_FILE_INVALID_FILE_TYPE);
 	if (flags & (O_APPEND | O_NONBLOCK))

@@ -21,8 +21,8 @@
  * data; a failure found then is still written to *bytes_p in stream order.
  * Operations on one stream therefore stay FIFO with everything else on it.
  *
- * Cost per operation: one host-function launch and one stream wait at
- * submission; on completion one queue hand-off (the CUDA callback thread
+ * Cost per operation: one host-function launch, one stream wait and one
+ * stream write (the "passed" word, below) at submission; on completion one queue hand-off (the CUDA callback thread
  * only takes a mutex) and a store to mapped pinned memory that the GPU
  * polls.  No stream synchronisation, no CUDA call on CUDA's thread.
  *
@@ -34,6 +34,15 @@
  * reused as soon as its operation completed: a stream whose wait for an
  * older target has not been evaluated yet is released by any later value.
  * Pages are kept until driver close.
+ *
+ * The application's stream reads a flag word when it reaches the wait,
+ * which may be long after the operation completed for the library, and an
+ * application may close the driver without synchronising its streams.  So
+ * after each wait the stream also writes the target into the flag's
+ * "passed" word (cuStreamWriteValue32, its last access to the page), and a
+ * close frees a page only when every passed word has caught up with what
+ * was queued; pages a stream has not passed after a bounded wait are left
+ * allocated (and logged) rather than freed under it.
  *
  * Results in *bytes_p: bytes moved, or the error as a negative number:
  * -errno for system errors (errno of the executor thread cannot reach the
@@ -66,14 +75,26 @@
 #include "stats.h"
 
 #define FLAG_PAGE_BYTES 4096
-#define FLAGS_PER_PAGE (FLAG_PAGE_BYTES / sizeof(uint32_t))
+/* A flag is two words: the one the stream waits on, and the one it writes
+ * after the wait ("passed"). */
+#define FLAGS_PER_PAGE (FLAG_PAGE_BYTES / (2 * sizeof(uint32_t)))
+/* How long a close waits for streams to pass their waits before it leaves
+ * the pages allocated. */
+#define PASS_WAIT_NS (10ull * 1000000000ull)
 #define FIXED_ALL \
 	(CU_FILE_STREAM_FIXED_BUF_OFFSET | CU_FILE_STREAM_FIXED_FILE_OFFSET | CU_FILE_STREAM_FIXED_FILE_SIZE)
+
+struct flag_page;
 
 struct flag {
 	uint32_t *host; /* the word the GPU polls */
 	CUdeviceptr dev;
+	uint32_t *passed_host; /* the word the stream writes after its wait */
+	CUdeviceptr passed_dev;
 	uint32_t seq;     /* last target handed out; under flag_lock */
+	uint32_t tracked; /* the target of its latest use: passed reaches it */
+	bool has_tracked;
+	struct flag_page *page;
 	struct flag *next_free;
 };
 
@@ -81,10 +102,14 @@ struct flag_page {
 	struct flag_page *next;
 	void *mem;
 	CUcontext ctx; /* allocated in it; made current to free it */
+	bool untracked; /* a stream may read it and we cannot tell when it stops */
 	struct flag flags[FLAGS_PER_PAGE];
 };
 
-/* flag_lock protects pages, free_flags and every flag's seq/next_free. */
+/* flag_lock protects pages, free_flags, every flag's seq, tracked,
+ * has_tracked and next_free, and every page's untracked.  A flag serves one
+ * operation from flag_get until its stream has written the passed word,
+ * not only until flag_put: the next use waits for that (flag_get). */
 static pthread_mutex_t flag_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct flag_page *pages;
 static struct flag *free_flags;
@@ -178,6 +203,9 @@ static int flag_page_new(void)
 		struct flag *f = &pg->flags[i];
 		f->host = (uint32_t *)pg->mem + i;
 		f->dev = dev + i * sizeof(uint32_t);
+		f->passed_host = (uint32_t *)pg->mem + FLAGS_PER_PAGE + i;
+		f->passed_dev = dev + (FLAGS_PER_PAGE + i) * sizeof(uint32_t);
+		f->page = pg;
 		f->next_free = free_flags;
 		free_flags = f;
 	}
@@ -187,21 +215,36 @@ static int flag_page_new(void)
 	return 0;
 }
 
+/* Caller holds flag_lock.  Has the stream of the flag's last operation
+ * passed its wait (written the passed word)?  Acquire: that write is the
+ * stream's last access for that operation. */
+static bool flag_idle_locked(const struct flag *f)
+{
+	return !f->has_tracked || (int32_t)(__atomic_load_n(f->passed_host, __ATOMIC_ACQUIRE) - f->tracked) >= 0;
+}
+
+/* A flag for a new operation: a free one whose previous stream has passed
+ * its wait, so that the passed words of two operations never race. */
 static int flag_get(struct flag **out, uint32_t *target)
 {
 	for (;;) {
 		pthread_mutex_lock(&flag_lock);
-		struct flag *f = free_flags;
+		struct flag **pp = &free_flags;
+		while (*pp && !flag_idle_locked(*pp))
+			pp = &(*pp)->next_free;
+		struct flag *f = *pp;
 		if (f) {
-			free_flags = f->next_free;
+			*pp = f->next_free;
 			*target = ++f->seq;
+			f->tracked = *target;
+			f->has_tracked = true;
 			pthread_mutex_unlock(&flag_lock);
 			*out = f;
 			return 0;
 		}
 		pthread_mutex_unlock(&flag_lock);
 		/* Pinning outside the lock: a CUDA call, rare (one page serves
-		 * 1024 operations in flight). */
+		 * 512 operations in flight). */
 		int r = flag_page_new();
 		if (r)
 			return r;
@@ -223,6 +266,27 @@ static void flag_signal(struct flag *f, uint32_t target) { __atomic_store_n(f->h
 static bool flag_reached(const struct flag *f, uint32_t target)
 {
 	return (int32_t)(__atomic_load_n(f->host, __ATOMIC_ACQUIRE) - target) >= 0;
+}
+
+/* No stream write of the passed word was queued for this use of the flag
+ * (or the stream is known to be past it): mark it passed from the CPU. */
+static void flag_passed_now(struct flag *f, uint32_t target)
+{
+	__atomic_store_n(f->passed_host, target, __ATOMIC_RELEASE);
+}
+
+/* Has every stream passed the waits queued on this page?  Acquire: the
+ * stream's write is its last access to the page.  Called at close, when no
+ * operation is in flight and none can be submitted, so tracked and
+ * has_tracked no longer change. */
+static bool page_passed(const struct flag_page *pg)
+{
+	for (size_t i = 0; i < FLAGS_PER_PAGE; i++) {
+		const struct flag *f = &pg->flags[i];
+		if (f->has_tracked && (int32_t)(__atomic_load_n(f->passed_host, __ATOMIC_ACQUIRE) - f->tracked) < 0)
+			return false;
+	}
+	return true;
 }
 
 /* ------------------------------------------------------------ operations */
@@ -323,9 +387,12 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 	atomic_init(&op->refs, 2);
 	driver_hold(1); /* released by the executor, or by host_fn if abandoned */
 
+	struct flag *f = op->flag;
+	uint32_t target = op->target;
 	CUresult cr = ocf_cu.LaunchHostFunc(stream, host_fn, op);
 	if (cr != CUDA_SUCCESS) {
 		log_error("cuFile%sAsync: cuLaunchHostFunc: %s", write ? "Write" : "Read", cuda_error_name(cr));
+		flag_passed_now(f, target);
 		flag_put(op->flag);
 		driver_release();
 		op_free(op);
@@ -340,15 +407,33 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 			/* Already running: the caller must not reuse its buffer
 			 * while we write it, so wait for the I/O to finish.  The
 			 * flag cannot be freed meanwhile (we are in the gate). */
-			struct flag *f = op->flag;
-			uint32_t t = op->target;
-			while (!flag_reached(f, t)) {
+			while (!flag_reached(f, target)) {
 				struct timespec ts = {0, 50000};
 				nanosleep(&ts, NULL);
 			}
 		}
+		/* No stream waits on the flag; whoever completes the operation
+		 * (op_run or host_fn) returns it to the free list. */
+		flag_passed_now(f, target);
 		op_put(op);
 		return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+	}
+	/* The operation is queued; what is left is knowing when the stream
+	 * is done with the flag page. */
+	cr = ocf_cu.StreamWriteValue32(stream, f->passed_dev, target, CU_STREAM_WRITE_VALUE_DEFAULT);
+	if (cr != CUDA_SUCCESS) {
+		/* The stream has passed the wait once synchronised (nothing of
+		 * the application's comes after it yet); if even that fails, the
+		 * flag is never reused and its page never freed. */
+		if (ocf_cu.StreamSynchronize(stream) == CUDA_SUCCESS) {
+			flag_passed_now(f, target);
+		} else {
+			log_error("cuFile%sAsync: cannot tell when the stream leaves its flag (%s): flag page kept",
+				  write ? "Write" : "Read", cuda_error_name(cr));
+			pthread_mutex_lock(&flag_lock);
+			f->page->untracked = true;
+			pthread_mutex_unlock(&flag_lock);
+		}
 	}
 	op_put(op);
 	return 0;
@@ -408,9 +493,28 @@ void stream_teardown(void)
 	pages = NULL;
 	free_flags = NULL;
 	pthread_mutex_unlock(&flag_lock);
+	/* Every operation has completed (the close waited for them), but the
+	 * streams may not have reached their waits yet: free a page once they
+	 * have passed, or leave it to them. */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (pg) {
 		struct flag_page *next = pg->next;
-		if (ocf_cu.CtxPushCurrent(pg->ctx) == CUDA_SUCCESS) {
+		bool passed = !pg->untracked;
+		while (passed && !page_passed(pg)) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			uint64_t ns = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
+				      (uint64_t)t0.tv_nsec;
+			if (ns > PASS_WAIT_NS) {
+				passed = false;
+				break;
+			}
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, NULL);
+		}
+		if (!passed) {
+			log_error("driver close: a stream has not passed a cuFile wait; its flag page stays allocated");
+		} else if (ocf_cu.CtxPushCurrent(pg->ctx) == CUDA_SUCCESS) {
 			ocf_cu.MemFreeHost(pg->mem);
 			cuda_ctx_pop();
 		}

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "gpu.h"
 #include "internal.h"
+#include "fault.h"
 #include "log.h"
 
 enum ocf_io_backend uring_backend(void)
@@ -192,7 +193,7 @@ int uring_reap(struct ocf_ring *r, uint64_t *tag, ssize_t *res)
 	}
 	/* The one place where completion results are taken. */
 	*tag = io_uring_cqe_get_data64(cqe);
-	*res = cqe->res;
+	*res = fault_uring_res(cqe->res);
 	io_uring_cqe_seen(&r->ring, cqe);
 	r->inflight--;
 	return 0;

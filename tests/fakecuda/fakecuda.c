@@ -92,7 +92,13 @@ struct fc_fn {
 	CUresult nth_err;
 	bool always;
 	CUresult always_err;
+	unsigned long defer_target; /* 0: no deferred rule */
+	CUresult defer_err;
 };
+
+/* Set by fc_enter when a deferred rule hits this call: the operation the
+ * call enqueues is accepted but fails when its stream runs it. */
+static __thread CUresult fc_deferred;
 
 static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fc_fn fn_tab[FC_MAX_FN];
@@ -113,6 +119,7 @@ static struct fc_fn *fn_find_locked(const char *name, bool create)
 static CUresult fc_enter(struct fc_fn **slot, const char *name)
 {
 	CUresult r = CUDA_SUCCESS;
+	fc_deferred = CUDA_SUCCESS;
 	pthread_mutex_lock(&fault_mu);
 	if (!*slot)
 		*slot = fn_find_locked(name, true);
@@ -124,6 +131,9 @@ static CUresult fc_enter(struct fc_fn **slot, const char *name)
 			f->nth_target = 0;
 		} else if (f->always) {
 			r = f->always_err;
+		} else if (f->defer_target && f->calls == f->defer_target) {
+			fc_deferred = f->defer_err;
+			f->defer_target = 0;
 		}
 	}
 	pthread_mutex_unlock(&fault_mu);
@@ -137,6 +147,17 @@ FC_EXPORT void fakecuda_fail_nth(const char *func, unsigned long nth, CUresult e
 	if (f) {
 		f->nth_target = nth ? f->calls + nth : 0;
 		f->nth_err = err;
+	}
+	pthread_mutex_unlock(&fault_mu);
+}
+
+FC_EXPORT void fakecuda_fail_nth_deferred(const char *func, unsigned long nth, CUresult err)
+{
+	pthread_mutex_lock(&fault_mu);
+	struct fc_fn *f = fn_find_locked(func, true);
+	if (f) {
+		f->defer_target = nth ? f->calls + nth : 0;
+		f->defer_err = err;
 	}
 	pthread_mutex_unlock(&fault_mu);
 }
@@ -158,6 +179,7 @@ FC_EXPORT void fakecuda_reset_faults(void)
 	for (int i = 0; i < fn_n; i++) {
 		fn_tab[i].nth_target = 0;
 		fn_tab[i].always = false;
+		fn_tab[i].defer_target = 0;
 	}
 	pthread_mutex_unlock(&fault_mu);
 }
@@ -1239,6 +1261,7 @@ struct fc_op {
 	CUevent ev;
 	uint64_t gen;
 	CUdeviceptr ptr;
+	CUresult fail; /* a deferred failure: the copy does not happen */
 };
 
 struct CUstream_st {
@@ -1248,6 +1271,8 @@ struct CUstream_st {
 	uint64_t enq, done;
 	bool dying;
 	bool is_default;
+	long delay_us; /* this stream's delay before each operation; < 0: the global one */
+	CUresult err; /* a failed operation's error, until a stream sync reports it */
 	int refs; /* under g_mu */
 	CUcontext ctx;
 	unsigned flags;
@@ -1260,6 +1285,7 @@ struct CUevent_st {
 	pthread_cond_t cv;
 	unsigned flags;
 	uint64_t rec_gen, done_gen;
+	CUresult done_err; /* the stream's error when the last record completed */
 	struct timespec t;
 	int refs; /* under g_mu */
 	struct CUevent_st *next;
@@ -1269,6 +1295,7 @@ static struct CUstream_st *g_streams;
 static size_t g_nstreams;
 static struct CUstream_st *g_default;
 static struct CUevent_st *g_events;
+static size_t g_nevents;
 
 static void stream_put(struct CUstream_st *s)
 {
@@ -1317,6 +1344,12 @@ static bool wait_cond_holds(uint64_t cur, uint64_t val, unsigned flags, bool is6
 
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
+	if (op->fail && (op->kind == OP_COPY || op->kind == OP_MEMSET)) {
+		pthread_mutex_lock(&s->mu);
+		s->err = op->fail;
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
 	switch (op->kind) {
 	case OP_COPY:
 		memmove(op->dst, op->src, op->n);
@@ -1349,9 +1382,13 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		break;
 	case OP_EVREC: {
 		struct CUevent_st *e = op->ev;
+		pthread_mutex_lock(&s->mu);
+		CUresult serr = s->err;
+		pthread_mutex_unlock(&s->mu);
 		pthread_mutex_lock(&e->mu);
 		if (op->gen > e->done_gen) {
 			e->done_gen = op->gen;
+			e->done_err = serr;
 			clock_gettime(CLOCK_MONOTONIC, &e->t);
 		}
 		pthread_cond_broadcast(&e->cv);
@@ -1416,7 +1453,8 @@ static void *stream_worker(void *arg)
 			s->tail = NULL;
 		pthread_mutex_unlock(&s->mu);
 
-		unsigned d = atomic_load(&g_delay_us);
+		long own = __atomic_load_n(&s->delay_us, __ATOMIC_RELAXED);
+		unsigned d = own >= 0 ? (unsigned)own : atomic_load(&g_delay_us);
 		if (d)
 			sleep_us(d);
 		op_run(s, op);
@@ -1442,6 +1480,7 @@ static struct CUstream_st *stream_new(CUcontext ctx, unsigned flags, int prio, b
 	s->flags = flags;
 	s->prio = prio;
 	s->is_default = is_default;
+	s->delay_us = -1;
 	s->refs = 2; /* owner + worker */
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -1609,6 +1648,16 @@ static void implicit_barriers(struct CUstream_st *s, CUcontext ctx)
 	}
 }
 
+/* The error of a failed operation (deferred fault), reported once. */
+static CUresult stream_take_error(struct CUstream_st *s)
+{
+	pthread_mutex_lock(&s->mu);
+	CUresult r = s->err;
+	s->err = CUDA_SUCCESS;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
 /* Synchronous operations run on the legacy stream: they wait for it and,
  * through it, for every blocking stream of the context. */
 static void drain_default(void)
@@ -1647,6 +1696,8 @@ static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*op = *tmpl;
+	op->fail = fc_deferred;
+	fc_deferred = CUDA_SUCCESS;
 	pthread_mutex_lock(&g_order_mu);
 	implicit_barriers(s, ctx);
 	stream_push(s, op);
@@ -1716,6 +1767,24 @@ FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 	return CUDA_SUCCESS;
 }
 
+FC_EXPORT int fakecuda_set_stream_delay_us_for(CUstream h, long us)
+{
+	struct CUstream_st *s;
+	if (stream_get(h, &s, NULL) != CUDA_SUCCESS)
+		return -1;
+	__atomic_store_n(&s->delay_us, us, __ATOMIC_RELAXED);
+	stream_put(s);
+	return 0;
+}
+
+FC_EXPORT size_t fakecuda_live_events(void)
+{
+	pthread_mutex_lock(&g_mu);
+	size_t n = g_nevents;
+	pthread_mutex_unlock(&g_mu);
+	return n;
+}
+
 FC_EXPORT size_t fakecuda_live_streams(void)
 {
 	pthread_mutex_lock(&g_mu);
@@ -1732,8 +1801,9 @@ FC_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 	if (r != CUDA_SUCCESS)
 		return r;
 	stream_sync(s);
+	r = stream_take_error(s);
 	stream_put(s);
-	return CUDA_SUCCESS;
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
@@ -1746,6 +1816,8 @@ FC_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
 	pthread_mutex_lock(&s->mu);
 	r = s->done == s->enq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 	pthread_mutex_unlock(&s->mu);
+	if (r == CUDA_SUCCESS)
+		r = stream_take_error(s);
 	stream_put(s);
 	return r;
 }
@@ -1819,6 +1891,7 @@ FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	pthread_mutex_lock(&g_mu);
 	e->next = g_events;
 	g_events = e;
+	g_nevents++;
 	pthread_mutex_unlock(&g_mu);
 	*phEvent = e;
 	return CUDA_SUCCESS;
@@ -1833,8 +1906,10 @@ FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
 		if (*pp == hEvent)
 			break;
 	struct CUevent_st *e = *pp;
-	if (e)
+	if (e) {
 		*pp = e->next;
+		g_nevents--;
+	}
 	pthread_mutex_unlock(&g_mu);
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1920,9 +1995,10 @@ FC_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 	uint64_t target = e->rec_gen;
 	while (e->done_gen < target)
 		pthread_cond_wait(&e->cv, &e->mu);
+	r = e->done_err;
 	pthread_mutex_unlock(&e->mu);
 	event_put(e);
-	return CUDA_SUCCESS;
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
@@ -1933,7 +2009,7 @@ FC_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&e->mu);
-	r = e->done_gen >= e->rec_gen ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	r = e->done_gen >= e->rec_gen ? e->done_err : CUDA_ERROR_NOT_READY;
 	pthread_mutex_unlock(&e->mu);
 	event_put(e);
 	return r;

@@ -33,6 +33,15 @@ void fakecuda_set_device_count(int n);
  * (exact symbol name, e.g. "cuMemcpyHtoDAsync_v2") with `err`; the call
  * does nothing else.  nth = 0 removes the rule. */
 void fakecuda_fail_nth(const char *func, unsigned long nth, CUresult err);
+/* Deferred failure of an asynchronous copy or memset (cuMemcpyHtoDAsync_v2,
+ * cuMemcpyDtoHAsync_v2, cuMemsetD8Async ...): the nth call returns
+ * CUDA_SUCCESS and queues the operation, but when the stream reaches it no
+ * byte moves and the stream takes the error `err`, the way a copy fails on
+ * a GPU.  Events recorded on that stream complete with `err`
+ * (cuEventSynchronize/cuEventQuery return it) until a cuStreamSynchronize or
+ * a finished cuStreamQuery reports it, which clears it.  nth = 0 removes
+ * the rule. */
+void fakecuda_fail_nth_deferred(const char *func, unsigned long nth, CUresult err);
 /* Fail every call of `func` from now on with `err` (until reset). */
 void fakecuda_fail_always(const char *func, CUresult err);
 /* Remove all failure rules. */
@@ -50,6 +59,8 @@ size_t fakecuda_live_pinned_bytes(void);
 size_t fakecuda_live_host_registrations(void);
 /* Live streams created with cuStreamCreate*. */
 size_t fakecuda_live_streams(void);
+/* Live events created with cuEventCreate. */
+size_t fakecuda_live_events(void);
 
 /* 1 if CU_POINTER_ATTRIBUTE_SYNC_MEMOPS was set on the allocation that
  * contains `ptr`, 0 if not, -1 if ptr is not fake device memory. */
@@ -64,6 +75,9 @@ void *fakecuda_shadow(CUdeviceptr ptr, size_t len);
  * operation (default 0, or FAKECUDA_STREAM_DELAY_US).  A library that
  * forgets to synchronise a stream then reads stale data in tests. */
 void fakecuda_set_stream_delay_us(unsigned us);
+/* The same for one stream only (us < 0: back to the global delay).  Returns
+ * 0, or -1 for an unknown stream. */
+int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
 
 #ifdef __cplusplus
 }

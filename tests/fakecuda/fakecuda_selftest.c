@@ -693,6 +693,40 @@ static void test_stress(void)
 	CHECK(fakecuda_live_streams() == 0);
 }
 
+/* A deferred copy failure: accepted, no byte moves, the stream's next
+ * synchronisation (and events recorded after it) report the error once. */
+static void test_deferred_faults(void)
+{
+	CUdeviceptr p;
+	CUstream st;
+	CUevent ev;
+	size_t events = fakecuda_live_events();
+	OK(cuMemAlloc(&p, 64));
+	OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+	OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	CHECK(fakecuda_live_events() == events + 1);
+	char a[64], b[64];
+	memset(a, 1, sizeof(a));
+	OK(cuMemcpyHtoD(p, a, sizeof(a)));
+	memset(a, 2, sizeof(a));
+	fakecuda_fail_nth_deferred("cuMemcpyHtoDAsync_v2", 2, CUDA_ERROR_ECC_UNCORRECTABLE);
+	OK(cuMemcpyHtoDAsync(p, a, 32, st));      /* 1st: copies */
+	OK(cuMemcpyHtoDAsync(p + 32, a, 32, st)); /* 2nd: accepted, fails later */
+	OK(cuEventRecord(ev, st));
+	CK(cuEventSynchronize(ev), CUDA_ERROR_ECC_UNCORRECTABLE);
+	CK(cuEventQuery(ev), CUDA_ERROR_ECC_UNCORRECTABLE);
+	CK(cuStreamSynchronize(st), CUDA_ERROR_ECC_UNCORRECTABLE);
+	OK(cuStreamSynchronize(st)); /* reported once */
+	OK(cuMemcpyDtoH(b, p, sizeof(b)));
+	CHECK(b[0] == 2 && b[31] == 2 && b[32] == 1 && b[63] == 1);
+	OK(cuEventRecord(ev, st));
+	OK(cuEventSynchronize(ev));
+	OK(cuEventDestroy(ev));
+	CHECK(fakecuda_live_events() == events);
+	OK(cuStreamDestroy(st));
+	OK(cuMemFree(p));
+}
+
 int main(void)
 {
 	test_init();
@@ -707,6 +741,7 @@ int main(void)
 	test_vmm();
 	test_streams();
 	test_faults();
+	test_deferred_faults();
 	test_stress();
 
 	CHECK(fakecuda_live_device_allocations() == 0);

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fault.c - fault injection for the file side (test variant only).
+ *
+ * DESIGN: compiled only into libcufile-faultinject.so (OCF_FAULT_INJECTION),
+ * a copy of the library that the test suite links and nothing installs, so
+ * the shipped library carries no hook and nothing in the environment can
+ * arm one.  One rule per call kind {first, last, action}, counted under one
+ * mutex: every counted call is a system call anyway, and tests need exact
+ * "the Nth call" semantics across threads more than speed.  A rule acts on
+ * calls first..last of its kind; the action is "fail with errno E without
+ * doing anything" or "transfer k bytes fewer (at least one)".
+ */
+#define _GNU_SOURCE
+#include "fault.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "internal.h"
+
+struct rule {
+	unsigned long calls; /* calls of this kind so far */
+	unsigned long hits;  /* calls a rule acted on */
+	unsigned long first, last; /* affected calls (1-based); first 0: no rule */
+	int err;             /* fail with this errno, or 0: short */
+	size_t short_by;
+};
+
+/* rules_lock protects rules[]. */
+static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rule rules[OCF_FAULT_NCALLS];
+
+/* Counts a call; true with the action to take when a rule hits it. */
+static bool hit(enum ocf_fault_call call, int *err, size_t *short_by)
+{
+	pthread_mutex_lock(&rules_lock);
+	struct rule *r = &rules[call];
+	unsigned long n = ++r->calls;
+	bool on = r->first && n >= r->first && n <= r->last;
+	if (on) {
+		r->hits++;
+		*err = r->err;
+		*short_by = r->short_by;
+	}
+	pthread_mutex_unlock(&rules_lock);
+	return on;
+}
+
+static void set_rule(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err, size_t short_by)
+{
+	if ((unsigned)call >= OCF_FAULT_NCALLS)
+		return;
+	pthread_mutex_lock(&rules_lock);
+	struct rule *r = &rules[call];
+	r->first = nth ? r->calls + nth : 0;
+	r->last = !nth ? 0 : times ? r->first + times - 1 : (unsigned long)-1;
+	r->err = err;
+	r->short_by = short_by;
+	pthread_mutex_unlock(&rules_lock);
+}
+
+OCF_EXPORT void ocf_fault_fail_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err)
+{
+	set_rule(call, nth, times, err > 0 ? err : EIO, 0);
+}
+
+OCF_EXPORT void ocf_fault_short_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times,
+				    size_t short_by)
+{
+	set_rule(call, nth, times, 0, short_by);
+}
+
+OCF_EXPORT void ocf_fault_reset(void)
+{
+	pthread_mutex_lock(&rules_lock);
+	for (int i = 0; i < OCF_FAULT_NCALLS; i++)
+		rules[i].first = rules[i].last = 0;
+	pthread_mutex_unlock(&rules_lock);
+}
+
+static unsigned long read_counter(enum ocf_fault_call call, bool hits)
+{
+	if ((unsigned)call >= OCF_FAULT_NCALLS)
+		return 0;
+	pthread_mutex_lock(&rules_lock);
+	unsigned long n = hits ? rules[call].hits : rules[call].calls;
+	pthread_mutex_unlock(&rules_lock);
+	return n;
+}
+
+OCF_EXPORT unsigned long ocf_fault_calls(enum ocf_fault_call call) { return read_counter(call, false); }
+
+OCF_EXPORT unsigned long ocf_fault_hits(enum ocf_fault_call call) { return read_counter(call, true); }
+
+/* A transfer of n bytes on fd shortened by k, never to zero (zero means
+ * end of file to a reader).  O_DIRECT refuses lengths that are not whole
+ * blocks, and its partial completions are whole blocks: there the length is
+ * rounded down to 4 KiB, and a request of one block is not shortened. */
+static size_t shortened(int fd, size_t n, size_t k)
+{
+	size_t m = n > k ? n - k : (n ? 1 : 0);
+	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : 0;
+	if (fl > 0 && (fl & O_DIRECT)) {
+		m = m / 4096 * 4096;
+		if (m == 0)
+			m = n;
+	}
+	return m;
+}
+
+/* For data transfers: -1 (errno set) when a rule fails the call, else the
+ * length to transfer (shortened when a rule says so). */
+static ssize_t transfer_len(enum ocf_fault_call call, int fd, size_t n)
+{
+	int err;
+	size_t k;
+	if (!hit(call, &err, &k))
+		return (ssize_t)n;
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return (ssize_t)shortened(fd, n, k);
+}
+
+ssize_t fault_pread(int fd, void *buf, size_t n, off_t off)
+{
+	ssize_t m = transfer_len(OCF_FAULT_PREAD, fd, n);
+	return m < 0 ? -1 : pread(fd, buf, (size_t)m, off);
+}
+
+ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	ssize_t m = transfer_len(OCF_FAULT_PWRITE, fd, n);
+	return m < 0 ? -1 : pwrite(fd, buf, (size_t)m, off);
+}
+
+/* For calls that can only fail: true (errno set) when a rule hits. */
+static bool fails(enum ocf_fault_call call)
+{
+	int err;
+	size_t k;
+	if (!hit(call, &err, &k) || !err)
+		return false;
+	errno = err;
+	return true;
+}
+
+int fault_open(const char *path, int flags) { return fails(OCF_FAULT_OPEN) ? -1 : open(path, flags); }
+
+int fault_fstat(int fd, struct stat *st) { return fails(OCF_FAULT_FSTAT) ? -1 : fstat(fd, st); }
+
+int fault_fcntl(int fd, int cmd, int arg) { return fails(OCF_FAULT_FCNTL) ? -1 : fcntl(fd, cmd, arg); }
+
+int fault_uring_res(int res)
+{
+	int err;
+	size_t k;
+	if (!hit(OCF_FAULT_URING, &err, &k))
+		return res;
+	if (err)
+		return -err;
+	return res > 0 ? (int)shortened(-1, (size_t)res, k) : res;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fault.h - the file side's system calls, with a fault-injection hook in
+ * test builds.
+ *
+ * The library calls fault_pread(), fault_pwrite(), fault_open(),
+ * fault_fstat() and fault_fcntl() where it would call the system directly,
+ * and an io_uring completion path passes each completion's result through
+ * fault_uring_res().  In an ordinary build (the installed libcufile.so) they
+ * are the plain system calls, inlined: there is no hook and nothing to arm.
+ * Only the test variant of the library (libcufile-faultinject.so, built with
+ * OCF_FAULT_INJECTION, never installed) routes them through fault.c, whose
+ * ocf_fault_* functions a test calls to make the Nth call fail or come up
+ * short.
+ */
+#ifndef OCF_FAULT_H_
+#define OCF_FAULT_H_
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* The calls a rule can target. */
+enum ocf_fault_call {
+	OCF_FAULT_PREAD,  /* data reads (pread) */
+	OCF_FAULT_PWRITE, /* data writes (pwrite) */
+	OCF_FAULT_OPEN,   /* open(): the buffered twin of an O_DIRECT handle */
+	OCF_FAULT_FSTAT,  /* fstat(): handle registration, end-of-file checks */
+	OCF_FAULT_FCNTL,  /* fcntl(): F_GETFL at registration, O_DIRECT toggling */
+	OCF_FAULT_URING,  /* an io_uring completion (cqe->res) */
+	OCF_FAULT_NCALLS
+};
+
+#ifdef OCF_FAULT_INJECTION
+
+ssize_t fault_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off);
+int fault_open(const char *path, int flags);
+int fault_fstat(int fd, struct stat *st);
+int fault_fcntl(int fd, int cmd, int arg);
+/* The result an io_uring completion reports (bytes, or -errno) after the
+ * rules: the uring path calls res = fault_uring_res(cqe->res) and handles
+ * what comes back (-EAGAIN, -EIO, a short count) as a real completion. */
+int fault_uring_res(int res);
+
+#else /* no hook: the system calls themselves */
+
+static inline ssize_t fault_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+static inline ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
+static inline int fault_open(const char *path, int flags) { return open(path, flags); }
+static inline int fault_fstat(int fd, struct stat *st) { return fstat(fd, st); }
+static inline int fault_fcntl(int fd, int cmd, int arg) { return fcntl(fd, cmd, arg); }
+static inline int fault_uring_res(int res) { return res; }
+
+#endif /* OCF_FAULT_INJECTION */
+
+/* ---- test control: defined and exported by libcufile-faultinject.so only ----
+ * Counting starts when a rule is set: nth = 1 is the next call of that kind
+ * (in any thread).  `times` consecutive calls from the nth on are affected
+ * (0: every call from the nth on).  A rule replaces the previous rule of
+ * its kind. */
+
+/* The affected calls do nothing and fail with -1 and errno `err` (io_uring:
+ * the completion reports -err).  EINTR, EIO, ENOSPC, EAGAIN... */
+void ocf_fault_fail_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err);
+/* The affected pread/pwrite (or completion) transfer `short_by` bytes fewer
+ * than asked, at least one byte: a short read or short write.  On an
+ * O_DIRECT descriptor the length is rounded down to whole 4 KiB blocks, as
+ * the kernel's partial completions are (a one-block request is not
+ * shortened). */
+void ocf_fault_short_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, size_t short_by);
+/* Removes every rule. */
+void ocf_fault_reset(void);
+/* Calls of that kind since the process started, and how many were hit. */
+unsigned long ocf_fault_calls(enum ocf_fault_call call);
+unsigned long ocf_fault_hits(enum ocf_fault_call call);
+
+#endif /* OCF_FAULT_H_ */
