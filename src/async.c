@@ -37,6 +37,7 @@
 #include "config.h"
 #include "driver.h"
 #include "engine.h"
+#include "gpu.h"
 #include "internal.h"
 #include "log.h"
 
@@ -56,6 +57,7 @@ static void *executor_main(void *arg)
 	 * until this thread finishes the I/O: synchronous legacy-stream
 	 * copies could queue behind it. */
 	engine_thread_no_sync_copies(true);
+	gpu_thread_no_pinning(true);
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
 		while (!head && !stopping)

@@ -76,6 +76,8 @@
 #include "config.h"
 #include "driver.h"
 #include "internal.h"
+#include "gpu.h"
+#include "engine.h"
 #include "log.h"
 #include "stats.h"
 
@@ -442,6 +444,11 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		    .write = p->opcode == CUFILE_WRITE,
 		};
 	}
+	/* Lanes for the executor threads are pinned here (they never pin
+	 * themselves): once per GPU, for each distinct buffer's GPU. */
+	for (unsigned i = 0; i < nr; i++)
+		if (i == 0 || params[i].u.batch.devPtr_base != params[i - 1].u.batch.devPtr_base)
+			gpu_prepare_async(params[i].u.batch.devPtr_base, engine_participants() + async_thread_count());
 	uint64_t t0 = stats_io_begin();
 	/* One hold per executor operation, released by the executor or by a
 	 * cancel; taken before the batch lock (the driver's lock never nests

@@ -194,11 +194,15 @@ static void unpin_arena(struct ocf_arena *a)
  * caller has made its primary context current.  Returns 0, or
  * CU_FILE_CUDA_DRIVER_ERROR when pinning failed (like every failed CUDA
  * call), CU_FILE_NOMEM_ERROR when host memory ran out. */
-static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, char **out)
+static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, bool may_pin, char **out)
 {
 	pthread_mutex_lock(&p->arena_lock);
 	struct ocf_arena *a = p->arenas;
 	if (!a || a->size - a->used < bytes) {
+		if (!may_pin && a && p->gpu) {
+			pthread_mutex_unlock(&p->arena_lock);
+			return -EAGAIN; /* take a lane that comes back instead */
+		}
 		size_t lane = OCF_LANE_DEPTH * buf_bytes(p);
 		size_t size = OCF_MAX(bytes, lane * (a ? ARENA_LANES : FIRST_ARENA_LANES));
 		/* Never pin more than the pool's bound: the last arena holds
@@ -292,13 +296,25 @@ static void lane_free_buffers(struct ocf_lane *l)
 	}
 }
 
+/* Set on threads whose work an application stream may be waiting for
+ * (the asynchronous executor): they never pin memory.  Pinning
+ * (cuMemHostRegister, cuMemHostAlloc) can wait until the device's queued
+ * work drains, and an application stream blocked in cuStreamWaitValue32
+ * on that very I/O never drains: seen on an H200 as a hang of 16 MiB
+ * cuFileReadAsync operations split across engine helpers.  Such threads
+ * take lanes that exist (gpu_prepare_async pins them beforehand, on the
+ * submitting thread) and wait for one to come back rather than pin. */
+static __thread bool no_pinning;
+
+void gpu_thread_no_pinning(bool on) { no_pinning = on; }
+
 bool lane_events_sleep(void)
 {
 	const char *spin = ocf_getenv("OPENCUFILE_EVENT_SPIN"); /* tuning experiments */
 	return spin && *spin == '0';
 }
 
-static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
+static int lane_create(struct ocf_pool *p, struct ocf_lane **out, bool may_pin)
 {
 	struct ocf_lane *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -339,7 +355,7 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 		}
 	}
 	char *mem;
-	r = arena_take(p, OCF_LANE_DEPTH * buf_bytes(p), true, &mem);
+	r = arena_take(p, OCF_LANE_DEPTH * buf_bytes(p), true, may_pin, &mem);
 	if (r)
 		goto fail;
 	for (int i = 0; i < OCF_LANE_DEPTH; i++) {
@@ -383,7 +399,7 @@ fail:
 	return r;
 }
 
-static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
+static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait, bool may_pin)
 {
 	bool create_failed = false;
 	pthread_mutex_lock(&p->lock);
@@ -403,7 +419,7 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			p->created++; /* reserve the place; create outside the lock */
 			pthread_mutex_unlock(&p->lock);
 			struct ocf_lane *l = NULL;
-			int r = lane_create(p, &l);
+			int r = lane_create(p, &l, may_pin);
 			if (r == 0) {
 				*out = l;
 				return 0;
@@ -412,6 +428,8 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			p->created--;
 			/* A waiter may now create the lane this call could not. */
 			pthread_cond_broadcast(&p->cv);
+			if (r == -EAGAIN && p->created == 0)
+				r = OCF_ERR(CU_FILE_INTERNAL_ERROR); /* nothing will come back */
 			if (p->created == 0 || !wait) {
 				pthread_mutex_unlock(&p->lock);
 				return r;
@@ -429,9 +447,12 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 	}
 }
 
-int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true); }
+int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true, !no_pinning); }
 
-int pool_try_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, false); }
+int pool_try_get(struct ocf_pool *p, struct ocf_lane **out, bool may_pin)
+{
+	return pool_take(p, out, false, may_pin && !no_pinning);
+}
 
 void pool_discard(struct ocf_lane *l)
 {
@@ -456,7 +477,7 @@ static int pool_prepare_one(struct ocf_pool *p, int target)
 	p->created++; /* reserve the place; create outside the lock */
 	pthread_mutex_unlock(&p->lock);
 	struct ocf_lane *l = NULL;
-	int r = lane_create(p, &l);
+	int r = lane_create(p, &l, true);
 	if (r == 0) {
 		pool_put(l);
 		return 0;
@@ -620,6 +641,34 @@ CUresult gpu_event_wait(CUevent ev)
 	}
 }
 
+/* Pins lanes for asynchronous work on the GPU that owns `ptr` (device
+ * memory; nothing for host memory), on the calling thread, before any
+ * application stream can wait for that work: enough for every executor
+ * thread and engine participant at once.  Executor threads never pin
+ * (see no_pinning).  After the first call for a GPU this is one pointer
+ * query and one load. */
+void gpu_prepare_async(const void *ptr, int lanes)
+{
+	int ordinal = -1;
+	unsigned mtype = 0;
+	if (!ptr || ocf_cu.PointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)ptr) !=
+			    CUDA_SUCCESS ||
+	    mtype != CU_MEMORYTYPE_DEVICE ||
+	    ocf_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)(uintptr_t)ptr) !=
+		    CUDA_SUCCESS)
+		return;
+	struct ocf_gpu *g;
+	if (gpu_get(ordinal, &g) != 0)
+		return;
+	/* Acquire pairs with the release below: a thread that sees the flag
+	 * sees the lanes on the free list. */
+	if (__atomic_load_n(&g->async_ready, __ATOMIC_ACQUIRE))
+		return;
+	while (pool_prepare_one(&g->pool, lanes) == 0)
+		;
+	__atomic_store_n(&g->async_ready, true, __ATOMIC_RELEASE);
+}
+
 /* ------------------------------------------------------------- prewarm */
 
 /* prewarm_lock protects prewarm_thread and prewarm_running. */
@@ -652,7 +701,7 @@ static void *prewarm_main(void *arg)
 			size_t want = (size_t)lanes * OCF_LANE_DEPTH * buf_bytes(&g->pool);
 			char *unused;
 			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
-				   false, &unused);
+				   false, true, &unused);
 			cuda_ctx_pop();
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);

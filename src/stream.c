@@ -71,6 +71,7 @@
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
+#include "engine.h"
 #include "log.h"
 #include "stats.h"
 
@@ -378,6 +379,9 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 		op->prep = api_io_prepare(fh, base, op->size, op->file_offset, op->buf_offset, NULL, &op->io,
 					  &op->owns_handle);
 	}
+	/* Lanes for the executor are pinned here, before the stream can
+	 * wait for this operation (executor threads never pin). */
+	gpu_prepare_async(base, engine_participants() + async_thread_count());
 	r = flag_get(&op->flag, &op->target);
 	if (r) {
 		op_free(op);

@@ -2205,10 +2205,39 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	return r;
 }
 
+/* FAKECUDA_PIN_SYNCS=1: pinning host memory first waits until every stream
+ * has drained, as a real driver may do (it was seen to on an H200): a
+ * library that pins while an application stream waits for its I/O then
+ * deadlocks here too. */
+static void pin_syncs_device(void)
+{
+	const char *e = getenv("FAKECUDA_PIN_SYNCS");
+	if (!e || *e != '1')
+		return;
+	pthread_mutex_lock(&g_mu);
+	size_t n = 0;
+	for (struct CUstream_st *t = g_streams; t; t = t->next)
+		n++;
+	struct CUstream_st **v = n ? malloc(n * sizeof(*v)) : NULL;
+	n = 0;
+	if (v)
+		for (struct CUstream_st *t = g_streams; t; t = t->next) {
+			t->refs++;
+			v[n++] = t;
+		}
+	pthread_mutex_unlock(&g_mu);
+	for (size_t i = 0; i < n; i++) {
+		stream_sync(v[i]);
+		stream_put(v[i]);
+	}
+	free(v);
+}
+
 FC_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
 	ENTER();
 	NEED_CTX(c);
+	pin_syncs_device();
 	if (Flags &
 	    ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -2266,6 +2295,7 @@ FC_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned 
 		      CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
 	if (!p || bytesize == 0 || (Flags & ~ok) || (uintptr_t)p + bytesize < (uintptr_t)p)
 		return CUDA_ERROR_INVALID_VALUE;
+	pin_syncs_device();
 	CUresult r = CUDA_SUCCESS;
 	pthread_mutex_lock(&g_mu);
 	if (in_va((uintptr_t)p))
