@@ -806,6 +806,14 @@ static inline int t_wait_child(pid_t pid, int timeout_ms, const char *what)
 	}
 }
 
+/* The path to exec this test program again: argv[0] when it names a file
+ * (ctest passes the absolute path), else /proc/self/exe -- which under
+ * valgrind is valgrind's own tool binary. */
+static inline const char *t_self_exe(const char *argv0)
+{
+	return argv0 && strchr(argv0, '/') && access(argv0, X_OK) == 0 ? argv0 : "/proc/self/exe";
+}
+
 /* A wait status must be a normal exit with code 0. */
 #define T_CHILD_OK(status, what)                                                           \
 	do {                                                                               \

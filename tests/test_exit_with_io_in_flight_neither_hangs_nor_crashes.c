@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 		pid_t pid = fork();
 		T_SYS(pid);
 		if (pid == 0) {
-			execl("/proc/self/exe", argv[0], scenarios[i], path, (char *)NULL);
+			execl(t_self_exe(argv[0]), argv[0], scenarios[i], path, (char *)NULL);
 			_exit(127);
 		}
 		T_CHILD_OK(t_wait_child(pid, 30000, scenarios[i]), scenarios[i]);

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 			/* Real gid 0, effective gid 65534: exec sets AT_SECURE. */
 			if (setresgid(0, 65534, 65534) != 0)
 				_exit(4);
-			execl("/proc/self/exe", argv[0], "secure-child", dir, (char *)NULL);
+			execl(t_self_exe(argv[0]), argv[0], "secure-child", dir, (char *)NULL);
 			_exit(127);
 		}
 		T_CHILD_OK(t_wait_child(pid, 30000, "AT_SECURE child"), "AT_SECURE child");
