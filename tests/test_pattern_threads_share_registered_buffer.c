@@ -13,8 +13,8 @@
 #include <pthread.h>
 
 #define NTHREADS 16
-#define PART (512 * T_KIB)
-#define ROUNDS 12
+#define PART (256 * T_KIB)
+#define ROUNDS 8
 
 static struct pt *shared;
 static bool gpu;
