@@ -71,6 +71,8 @@ static void atfork_child(void)
 	atomic_store_explicit(&forked_child, true, memory_order_relaxed);
 	/* Another parent thread may have been writing a log line. */
 	log_after_fork_child();
+	/* Exit handlers must not join the parent's background thread. */
+	gpu_prewarm_forget_after_fork();
 }
 
 __attribute__((constructor)) static void driver_init_once(void)
@@ -215,6 +217,7 @@ void driver_exit(void)
 	if (--inflight == 0 && closing)
 		pthread_cond_broadcast(&state_cv);
 	pthread_mutex_unlock(&state_lock);
+	gpu_prewarm_reap();
 }
 
 long driver_use_count(void)

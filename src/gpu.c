@@ -18,6 +18,7 @@
 #include "gpu.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -422,10 +423,15 @@ void gpu_teardown_all(void)
 
 /* ------------------------------------------------------------- prewarm */
 
-/* prewarm_lock protects prewarm_thread and prewarm_running. */
+/* prewarm_lock protects prewarm_thread and prewarm_running (a thread
+ * exists that nobody has joined yet). */
 static pthread_mutex_t prewarm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t prewarm_thread;
 static bool prewarm_running;
+/* The thread's last store: it has finished its work and is returning.
+ * Release/acquire: whoever sees it joins a thread that only has its own
+ * exit left, so the join does not wait for pinning. */
+static atomic_bool prewarm_done;
 
 static void *prewarm_main(void *arg)
 {
@@ -459,6 +465,7 @@ static void *prewarm_main(void *arg)
 			pool_put(got[i]);
 		log_debug("GPU %d: %d staging lane(s) prepared", d, n);
 	}
+	atomic_store_explicit(&prewarm_done, true, memory_order_release);
 	return NULL;
 }
 
@@ -468,11 +475,49 @@ void gpu_prewarm_start(int lanes)
 	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
 		return;
 	pthread_mutex_lock(&prewarm_lock);
-	if (!prewarm_running &&
-	    pthread_create(&prewarm_thread, NULL, prewarm_main, (void *)(intptr_t)lanes) == 0)
-		prewarm_running = true;
+	if (!prewarm_running) {
+		atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
+		if (pthread_create(&prewarm_thread, NULL, prewarm_main, (void *)(intptr_t)lanes) == 0)
+			prewarm_running = true;
+	}
 	pthread_mutex_unlock(&prewarm_lock);
 }
+
+/* Joins the thread once it has finished, so a driver that stays open does
+ * not keep a finished thread (its stack) around until the close, nor leave
+ * one unjoined at process exit.  Cheap when there is nothing to do: one
+ * load.  Never waits for the work itself. */
+void gpu_prewarm_reap(void)
+{
+	if (!atomic_load_explicit(&prewarm_done, memory_order_acquire))
+		return;
+	if (pthread_mutex_trylock(&prewarm_lock) != 0)
+		return; /* a start or wait is under way; it or a later call joins */
+	bool join = prewarm_running && atomic_load_explicit(&prewarm_done, memory_order_acquire);
+	if (join) {
+		pthread_join(prewarm_thread, NULL);
+		prewarm_running = false;
+	}
+	atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
+	pthread_mutex_unlock(&prewarm_lock);
+}
+
+void gpu_prewarm_forget_after_fork(void)
+{
+	/* The thread is the parent's; joining it here would wait forever.
+	 * No lock: the child is single-threaded and a parent thread may have
+	 * held prewarm_lock. */
+	prewarm_running = false;
+	atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
+}
+
+/* At process exit (the application may never close the driver): join the
+ * thread if it has finished; a thread still working is left running, as
+ * exit never waits for the library.  An exit handler rather than a
+ * destructor: it then runs before handlers registered earlier (those of
+ * the runtime, a thread-leak check among them), not after them. */
+static void prewarm_at_exit(void) { gpu_prewarm_reap(); }
+__attribute__((constructor)) static void prewarm_init(void) { atexit(prewarm_at_exit); }
 
 void gpu_prewarm_wait(void)
 {
