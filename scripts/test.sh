@@ -96,7 +96,7 @@ for s in $stages; do
 		;;
 	tsan)
 		run_stage tsan build-test-tsan "-DOCF_SANITIZE=thread -DOPENCUFILE_TEST_TIMEOUT=1200" \
-			"-LE large" "TSAN_OPTIONS=second_deadlock_stack=1:exitcode=66"
+			"-LE large" "TSAN_OPTIONS=second_deadlock_stack=1:exitcode=66:suppressions=$PWD/tests/tsan.supp"
 		;;
 	valgrind)
 		# Same binaries as the plain stage (only the test commands change),
