@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what building and testing opencufile needs on Debian/Ubuntu.
+# Installs what building and testing opencufile needs on Debian/Ubuntu
+# (the sanitizer runtimes come with gcc).
 # Needs root for apt-get; does nothing when everything is already there.
 set -euo pipefail
 need=()
@@ -12,6 +13,8 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 dpkg -s libjson-c-dev >/dev/null 2>&1 || need+=(libjson-c-dev)
 # io_uring; the build falls back to pread/pwrite without it.
 dpkg -s liburing-dev >/dev/null 2>&1 || need+=(liburing-dev)
+# scripts/test.sh runs the unit tests under valgrind too.
+command -v valgrind >/dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: please install: ${need[*]}" >&2

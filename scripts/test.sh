@@ -1,11 +1,125 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Sets up, builds and runs the test suite (no GPU needed: the GPU code
-# paths run against the stand-in CUDA driver in tests/fakecuda).
-# Extra arguments go to ctest, e.g. scripts/test.sh -R handle
-set -euo pipefail
+# paths run against the stand-in CUDA driver in tests/fakecuda).  This is
+# what CI runs.  Stages, each a build and a ctest run:
+#
+#   plain     Debug build, every test (the "large" 4 GiB one included)
+#   asan      -DOCF_SANITIZE=address,undefined (leaks, memory errors and
+#             undefined behaviour fail the test), all but "large"
+#   tsan      -DOCF_SANITIZE=thread (a data race or lock-order report fails
+#             the test), all but "large", longer timeouts
+#   valgrind  the plain build's test binaries under valgrind memcheck
+#             (-DOPENCUFILE_VALGRIND=ON), all but "large"
+#
+# Every stage runs even when an earlier one failed; the script fails if any
+# did.  The summary of each stage is printed at the end, the last line a
+# combined one in ctest's format.  Logs: build-test*/stage.log.
+#
+#   scripts/test.sh                 all stages (CI)
+#   scripts/test.sh --quick         the plain stage only, without "large"
+#   scripts/test.sh --stages "plain tsan"   chosen stages
+#   scripts/test.sh [...] -- ARGS   extra ctest arguments, e.g. -- -R handle
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON >/dev/null
-cmake --build build-test -j"$(nproc)"
-cd build-test && ctest --output-on-failure -j"$(nproc)" "$@"
+
+stages="plain asan tsan valgrind"
+quick=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1; stages=plain; shift ;;
+	--stages) stages=$2; shift 2 ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+extra=("$@")
+
+scripts/setup.sh || exit 1
+jobs=$(nproc)
+start=$(date +%s)
+declare -a names results
+failed=0
+total_pass=0 total_fail=0 total_run=0
+
+# run_stage NAME BUILD_DIR "CMAKE ARGS" "CTEST ARGS" [ENV=VALUE...]
+run_stage() {
+	local name=$1 dir=$2 cmake_args=$3 ctest_args=$4
+	shift 4
+	local log=$dir/stage.log t0 rc summary
+	t0=$(date +%s)
+	mkdir -p "$dir"
+	echo "===== stage $name: build in $dir"
+	# shellcheck disable=SC2086
+	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON $cmake_args >"$dir/configure.log" 2>&1 ||
+		! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
+		tail -40 "$dir/configure.log" "$dir/build.log"
+		names+=("$name")
+		results+=("build FAILED (see $dir/build.log)")
+		failed=1
+		return
+	fi
+	echo "===== stage $name: ctest $ctest_args ${extra[*]}"
+	# shellcheck disable=SC2086
+	(cd "$dir" && env "$@" ctest --output-on-failure -j"$jobs" $ctest_args "${extra[@]}") 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	summary=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+	if [ -z "$summary" ]; then
+		summary="no ctest summary (rc $rc)"
+		failed=1
+	else
+		local fails run
+		fails=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$summary")
+		run=$(sed -E 's/.* tests failed out of ([0-9]+).*/\1/' <<<"$summary")
+		total_fail=$((total_fail + fails))
+		total_run=$((total_run + run))
+		total_pass=$((total_pass + run - fails))
+	fi
+	[ "$rc" -eq 0 ] || failed=1
+	names+=("$name")
+	results+=("$summary  [$(($(date +%s) - t0)) s]")
+}
+
+for s in $stages; do
+	case $s in
+	plain)
+		if ((quick)); then
+			run_stage plain build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120" "-LE large"
+		else
+			run_stage plain build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120" ""
+		fi
+		;;
+	asan)
+		run_stage asan build-test-asan "-DOCF_SANITIZE=address,undefined -DOPENCUFILE_TEST_TIMEOUT=600" \
+			"-LE large" "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0" \
+			"UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
+		;;
+	tsan)
+		run_stage tsan build-test-tsan "-DOCF_SANITIZE=thread -DOPENCUFILE_TEST_TIMEOUT=1200" \
+			"-LE large" "TSAN_OPTIONS=second_deadlock_stack=1:exitcode=66:suppressions=$PWD/tests/tsan.supp"
+		;;
+	valgrind)
+		# Same binaries as the plain stage (only the test commands change),
+		# so nothing is rebuilt; the plain configuration is restored after.
+		run_stage valgrind build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=ON -DOPENCUFILE_TEST_TIMEOUT=1200" \
+			"-LE large"
+		cmake -S . -B build-test -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120 >/dev/null 2>&1
+		;;
+	*)
+		echo "unknown stage $s" >&2
+		exit 2
+		;;
+	esac
+done
+
+echo
+echo "===== summary ($(($(date +%s) - start)) s)"
+for i in "${!names[@]}"; do
+	printf '%-9s %s\n' "${names[$i]}:" "${results[$i]}"
+done
+pct=0
+if [ "$total_run" -gt 0 ]; then
+	pct=$((100 * total_pass / total_run))
+fi
+echo "all stages ($stages): $pct% tests passed, $total_fail tests failed out of $total_run"
+exit $failed

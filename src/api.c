@@ -70,20 +70,37 @@ OCF_EXPORT CUfileError_t cuFileGetVersion(int *version)
 	return api_status(0);
 }
 
-OCF_EXPORT CUfileError_t cuFileDriverOpen(void) { return api_status(driver_open()); }
+OCF_EXPORT CUfileError_t cuFileDriverOpen(void)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return api_status(driver_open());
+}
 
-OCF_EXPORT CUfileError_t cuFileDriverClose_v2(void) { return api_status(driver_close()); }
+OCF_EXPORT CUfileError_t cuFileDriverClose_v2(void)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return api_status(driver_close());
+}
 
 /* The name before the _v2 macro existed; binaries built against older
  * headers call it. */
 #undef cuFileDriverClose
 OCF_EXPORT CUfileError_t cuFileDriverClose(void);
-CUfileError_t cuFileDriverClose(void) { return api_status(driver_close()); }
+CUfileError_t cuFileDriverClose(void)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return api_status(driver_close());
+}
 
-OCF_EXPORT long cuFileUseCount(void) { return driver_use_count(); }
+OCF_EXPORT long cuFileUseCount(void)
+{
+	API_FORK_GUARD(0);
+	return driver_use_count();
+}
 
 OCF_EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!fh || !descr) {
 		log_error("cuFileHandleRegister: NULL %s", !fh ? "handle pointer" : "descriptor");
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -101,6 +118,7 @@ OCF_EXPORT CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t 
 
 OCF_EXPORT void cuFileHandleDeregister(CUfileHandle_t fh)
 {
+	API_FORK_GUARD();
 	if (!fh)
 		return;
 	if (driver_enter(false))
@@ -114,6 +132,7 @@ OCF_EXPORT void cuFileHandleDeregister(CUfileHandle_t fh)
 
 OCF_EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, int flags)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(true);
 	if (r)
 		return api_status(r);
@@ -128,6 +147,7 @@ OCF_EXPORT CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t lengt
 
 OCF_EXPORT CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!bufPtr_base)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	int r = driver_enter(false);
@@ -276,11 +296,13 @@ static ssize_t do_io(CUfileHandle_t fh, const void *base, size_t size, off_t fil
 OCF_EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset,
 			      off_t bufPtr_offset)
 {
+	API_FORK_GUARD(OCF_ERR(CU_FILE_DRIVER_NOT_INITIALIZED));
 	return do_io(fh, bufPtr_base, size, file_offset, bufPtr_offset, false);
 }
 
 OCF_EXPORT ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t size, off_t file_offset,
 			       off_t bufPtr_offset)
 {
+	API_FORK_GUARD(OCF_ERR(CU_FILE_DRIVER_NOT_INITIALIZED));
 	return do_io(fh, bufPtr_base, size, file_offset, bufPtr_offset, true);
 }

@@ -12,6 +12,18 @@
 #include "buffer.h"
 #include "cufile.h"
 #include "engine.h"
+#include "driver.h"
+#include "internal.h"
+
+/* The first statement of every entry point but cuFileGetVersion: in the
+ * child of a fork() made after the process used the library, return `fail`
+ * before anything else runs (see driver.c). */
+#define API_FORK_GUARD(fail)                                                  \
+	do {                                                                  \
+		if (driver_process_check())                                   \
+			return fail;                                          \
+	} while (0)
+#define API_FORK_STATUS api_status(OCF_ERR(CU_FILE_DRIVER_NOT_INITIALIZED))
 
 /* Internal result (0, -errno or -CUfileOpError) to CUfileError_t. */
 CUfileError_t api_status(long r);

@@ -18,6 +18,7 @@ static const char *errstr(int r) { return cufileop_status_error(api_status(r).er
 
 OCF_EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned nr)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(true);
 	if (r)
 		return api_status(r);
@@ -32,6 +33,7 @@ OCF_EXPORT CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsi
 OCF_EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CUfileIOParams_t *iocbp,
 					     unsigned int flags)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(false);
 	if (r)
 		return api_status(r);
@@ -47,6 +49,7 @@ OCF_EXPORT CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsi
 OCF_EXPORT CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
 						CUfileIOEvents_t *iocbp, struct timespec *timeout)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(false);
 	if (r)
 		return api_status(r);
@@ -59,6 +62,7 @@ OCF_EXPORT CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, u
 
 OCF_EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(false);
 	if (r)
 		return api_status(r);
@@ -72,6 +76,7 @@ OCF_EXPORT CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 
 OCF_EXPORT void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 {
+	API_FORK_GUARD();
 	if (driver_enter(false))
 		return;
 	int r = batch_destroy(batch_idp);

@@ -116,6 +116,7 @@ static CUfileError_t set_result(const char *fn, int r)
 
 OCF_EXPORT CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t *value)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(size_keys, N_OF(size_keys), (unsigned)param);
 	if (k < 0 || !value)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -125,6 +126,7 @@ OCF_EXPORT CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t pa
 
 OCF_EXPORT CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, bool *value)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(bool_keys, N_OF(bool_keys), (unsigned)param);
 	if (k < 0 || !value)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -134,6 +136,7 @@ OCF_EXPORT CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t para
 
 OCF_EXPORT CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t param, char *desc_str, int len)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(string_keys, N_OF(string_keys), (unsigned)param);
 	if (k < 0 || !desc_str || len <= 0)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -153,6 +156,7 @@ OCF_EXPORT CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t 
 OCF_EXPORT CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value,
 						       size_t *max_value)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(size_keys, N_OF(size_keys), (unsigned)param);
 	if (k < 0 || !min_value || !max_value)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -172,6 +176,7 @@ static int stage_slabs(const struct pcall *c) { return config_stage_slabs(c->siz
 
 OCF_EXPORT CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(size_keys, N_OF(size_keys), (unsigned)param);
 	if (k < 0)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -181,6 +186,7 @@ OCF_EXPORT CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t pa
 
 OCF_EXPORT CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(bool_keys, N_OF(bool_keys), (unsigned)param);
 	if (k < 0)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -190,6 +196,7 @@ OCF_EXPORT CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t para
 
 OCF_EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int k = key_of(string_keys, N_OF(string_keys), (unsigned)param);
 	if (k < 0 || !desc_str)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
@@ -200,6 +207,7 @@ OCF_EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t 
 OCF_EXPORT CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size_values, const size_t *count_values,
 							      int len)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!size_values || !count_values || len <= 0 || len > OCF_CFG_ARRAY_MAX)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	struct pcall c = {.stage = stage_slabs, .sizes = size_values, .counts = count_values, .n = (size_t)len};
@@ -210,6 +218,7 @@ OCF_EXPORT CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size
  * rest is zeroed, with len smaller the call fails (the arrays would be cut). */
 OCF_EXPORT CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_values, size_t *count_values, int len)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!size_values || !count_values || len <= 0)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	struct ocf_size_array sizes, counts;

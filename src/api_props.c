@@ -51,6 +51,7 @@ static int fill_props(bool is_open, void *arg)
 
 OCF_EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!props)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	return api_status(driver_with_state_locked(fill_props, props));
@@ -101,24 +102,28 @@ static CUfileError_t set_prop(const char *fn, struct prop_set *p)
 
 OCF_EXPORT CUfileError_t cuFileDriverSetPollMode(bool poll, size_t poll_threshold_size)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	struct prop_set p = {OCF_K_POLL_MODE_MAX_SIZE_KB, poll_threshold_size, true, OCF_K_USE_POLL_MODE, poll};
 	return set_prop(__func__, &p);
 }
 
 OCF_EXPORT CUfileError_t cuFileDriverSetMaxDirectIOSize(size_t kb)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	struct prop_set p = {.key = OCF_K_MAX_DIRECT_IO_SIZE_KB, .value = kb};
 	return set_prop(__func__, &p);
 }
 
 OCF_EXPORT CUfileError_t cuFileDriverSetMaxCacheSize(size_t kb)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	struct prop_set p = {.key = OCF_K_MAX_DEVICE_CACHE_SIZE_KB, .value = kb};
 	return set_prop(__func__, &p);
 }
 
 OCF_EXPORT CUfileError_t cuFileDriverSetMaxPinnedMemSize(size_t kb)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	struct prop_set p = {.key = OCF_K_MAX_DEVICE_PINNED_MEM_SIZE_KB, .value = kb};
 	return set_prop(__func__, &p);
 }
@@ -127,6 +132,7 @@ OCF_EXPORT CUfileError_t cuFileDriverSetMaxPinnedMemSize(size_t kb)
  * driver API has no attribute for it). */
 OCF_EXPORT CUfileError_t cuFileGetBARSizeInKB(int gpuIndex, size_t *barSize)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!barSize || gpuIndex < 0)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	cuda_load(); /* idempotent; the driver need not be open */

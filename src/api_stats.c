@@ -14,6 +14,7 @@
 
 OCF_EXPORT CUfileError_t cuFileSetStatsLevel(int level)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = stats_set_level(level);
 	if (r)
 		log_error("cuFileSetStatsLevel(%d): level must be 0 to 3", level);
@@ -22,6 +23,7 @@ OCF_EXPORT CUfileError_t cuFileSetStatsLevel(int level)
 
 OCF_EXPORT CUfileError_t cuFileGetStatsLevel(int *level)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (!level)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	*level = stats_get_level();
@@ -30,6 +32,7 @@ OCF_EXPORT CUfileError_t cuFileGetStatsLevel(int *level)
 
 OCF_EXPORT CUfileError_t cuFileStatsStart(void)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	if (stats_get_level() == 0)
 		log_warn("cuFileStatsStart: the statistics level is 0; nothing is counted until it is raised");
 	stats_start();
@@ -38,12 +41,14 @@ OCF_EXPORT CUfileError_t cuFileStatsStart(void)
 
 OCF_EXPORT CUfileError_t cuFileStatsStop(void)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	stats_stop();
 	return api_status(0);
 }
 
 OCF_EXPORT CUfileError_t cuFileStatsReset(void)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	stats_reset();
 	return api_status(0);
 }
@@ -63,6 +68,18 @@ static CUfileError_t get(int level, void *out, size_t size)
 	return api_status(r);
 }
 
-OCF_EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats) { return get(1, stats, sizeof(*stats)); }
-OCF_EXPORT CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats) { return get(2, stats, sizeof(*stats)); }
-OCF_EXPORT CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats) { return get(3, stats, sizeof(*stats)); }
+OCF_EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get(1, stats, sizeof(*stats));
+}
+OCF_EXPORT CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get(2, stats, sizeof(*stats));
+}
+OCF_EXPORT CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get(3, stats, sizeof(*stats));
+}

@@ -62,6 +62,7 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
 OCF_EXPORT CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
 					 off_t *bufPtr_offset_p, ssize_t *bytes_read_p, CUstream stream)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	return async_io(fh, bufPtr_base, size_p, file_offset_p, bufPtr_offset_p, bytes_read_p, stream, false);
 }
 
@@ -69,11 +70,13 @@ OCF_EXPORT CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, 
 					  off_t *file_offset_p, off_t *bufPtr_offset_p, ssize_t *bytes_written_p,
 					  CUstream stream)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	return async_io(fh, bufPtr_base, size_p, file_offset_p, bufPtr_offset_p, bytes_written_p, stream, true);
 }
 
 OCF_EXPORT CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(true);
 	if (r)
 		return api_status(r);
@@ -86,6 +89,7 @@ OCF_EXPORT CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
 
 OCF_EXPORT CUfileError_t cuFileStreamDeregister(CUstream stream)
 {
+	API_FORK_GUARD(API_FORK_STATUS);
 	int r = driver_enter(false);
 	if (r)
 		return api_status(r);

@@ -12,11 +12,25 @@
  * API again): a thread-local depth makes only the outermost call count.
  * An implicit open (from register/read/write) is an ordinary open whose
  * reference is taken by the library; a later cuFileDriverClose releases it.
+ *
+ * fork(): the child of a process that has used the library inherits its
+ * state but not its threads, and any lock another thread held at the fork
+ * stays held forever in the child (state_lock during an open or close, a
+ * handle or buffer table lock during I/O, ...).  So every entry point first
+ * calls driver_process_check(): the first call marks the process as a user
+ * of the library, and a pthread_atfork child handler turns that mark into
+ * "unusable here" in the child.  From then on every call in the child fails
+ * at once with CU_FILE_DRIVER_NOT_INITIALIZED, before touching any lock:
+ * a clear error instead of a deadlock.  The parent is not affected (no
+ * prepare handler, so fork never waits for the library).  A child forked
+ * before the first call starts clean, like a new process.
  */
 #define _GNU_SOURCE
 #include "driver.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "async.h"
 #include "batch.h"
@@ -39,6 +53,48 @@ static bool is_open;
 static bool closing;
 static long inflight;
 static __thread int depth;
+
+/* Set by the first entry point that runs in this process (see the design
+ * note); seq_cst store, so it is in memory before that thread takes any of
+ * the library's locks, and a fork that copies a held lock also copies it. */
+static atomic_bool used;
+/* Set in the child of a fork made after `used`; never cleared.  Relaxed
+ * loads: it only changes in a single-threaded child, before any call. */
+static atomic_bool forked_child;
+static pid_t parent_pid;
+
+static void atfork_child(void)
+{
+	if (!atomic_load_explicit(&used, memory_order_relaxed))
+		return; /* nothing inherited: the child starts clean */
+	parent_pid = getppid();
+	atomic_store_explicit(&forked_child, true, memory_order_relaxed);
+	/* Another parent thread may have been writing a log line. */
+	log_after_fork_child();
+	/* Exit handlers must not join the parent's background thread. */
+	gpu_prewarm_forget_after_fork();
+}
+
+__attribute__((constructor)) static void driver_init_once(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+int driver_process_check(void)
+{
+	if (atomic_load_explicit(&forked_child, memory_order_relaxed)) {
+		static atomic_bool told;
+		if (!atomic_exchange_explicit(&told, true, memory_order_relaxed))
+			log_error("cuFile called in a child process after fork(); the library was in use in "
+				  "the parent (pid %d) and cannot be used in this process: every call fails "
+				  "with CU_FILE_DRIVER_NOT_INITIALIZED",
+				  (int)parent_pid);
+		return OCF_ERR(CU_FILE_DRIVER_NOT_INITIALIZED);
+	}
+	if (!atomic_load_explicit(&used, memory_order_relaxed))
+		atomic_store_explicit(&used, true, memory_order_seq_cst);
+	return 0;
+}
 
 /* Caller holds state_lock; state is closed and not closing. */
 static int open_locked(void)
@@ -161,6 +217,7 @@ void driver_exit(void)
 	if (--inflight == 0 && closing)
 		pthread_cond_broadcast(&state_cv);
 	pthread_mutex_unlock(&state_lock);
+	gpu_prewarm_reap();
 }
 
 long driver_use_count(void)

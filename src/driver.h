@@ -15,6 +15,11 @@
 int driver_enter(bool implicit_open);
 void driver_exit(void);
 
+/* The first thing every public entry point does (before any lock): 0, or
+ * CU_FILE_DRIVER_NOT_INITIALIZED in the child of a fork() made after the
+ * process had used the library, where nothing may be touched. */
+int driver_process_check(void);
+
 int driver_open(void);
 int driver_close(void);
 long driver_use_count(void);

@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -671,10 +672,15 @@ void gpu_prepare_async(const void *ptr, int lanes)
 
 /* ------------------------------------------------------------- prewarm */
 
-/* prewarm_lock protects prewarm_thread and prewarm_running. */
+/* prewarm_lock protects prewarm_thread and prewarm_running (a thread
+ * exists that nobody has joined yet). */
 static pthread_mutex_t prewarm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t prewarm_thread;
 static bool prewarm_running;
+/* The thread's last store: it has finished its work and is returning.
+ * Release/acquire: whoever sees it joins a thread that only has its own
+ * exit left, so the join does not wait for pinning. */
+static atomic_bool prewarm_done;
 
 static void *prewarm_main(void *arg)
 {
@@ -716,6 +722,7 @@ static void *prewarm_main(void *arg)
 			  (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 			  (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
 	}
+	atomic_store_explicit(&prewarm_done, true, memory_order_release);
 	return NULL;
 }
 
@@ -725,11 +732,49 @@ void gpu_prewarm_start(int lanes)
 	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
 		return;
 	pthread_mutex_lock(&prewarm_lock);
-	if (!prewarm_running &&
-	    pthread_create(&prewarm_thread, NULL, prewarm_main, (void *)(intptr_t)lanes) == 0)
-		prewarm_running = true;
+	if (!prewarm_running) {
+		atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
+		if (pthread_create(&prewarm_thread, NULL, prewarm_main, (void *)(intptr_t)lanes) == 0)
+			prewarm_running = true;
+	}
 	pthread_mutex_unlock(&prewarm_lock);
 }
+
+/* Joins the thread once it has finished, so a driver that stays open does
+ * not keep a finished thread (its stack) around until the close, nor leave
+ * one unjoined at process exit.  Cheap when there is nothing to do: one
+ * load.  Never waits for the work itself. */
+void gpu_prewarm_reap(void)
+{
+	if (!atomic_load_explicit(&prewarm_done, memory_order_acquire))
+		return;
+	if (pthread_mutex_trylock(&prewarm_lock) != 0)
+		return; /* a start or wait is under way; it or a later call joins */
+	bool join = prewarm_running && atomic_load_explicit(&prewarm_done, memory_order_acquire);
+	if (join) {
+		pthread_join(prewarm_thread, NULL);
+		prewarm_running = false;
+	}
+	atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
+	pthread_mutex_unlock(&prewarm_lock);
+}
+
+void gpu_prewarm_forget_after_fork(void)
+{
+	/* The thread is the parent's; joining it here would wait forever.
+	 * No lock: the child is single-threaded and a parent thread may have
+	 * held prewarm_lock. */
+	prewarm_running = false;
+	atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
+}
+
+/* At process exit (the application may never close the driver): join the
+ * thread if it has finished; a thread still working is left running, as
+ * exit never waits for the library.  An exit handler rather than a
+ * destructor: it then runs before handlers registered earlier (those of
+ * the runtime, a thread-leak check among them), not after them. */
+static void prewarm_at_exit(void) { gpu_prewarm_reap(); }
+__attribute__((constructor)) static void prewarm_init(void) { atexit(prewarm_at_exit); }
 
 void gpu_prewarm_wait(void)
 {

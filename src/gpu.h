@@ -113,5 +113,10 @@ void gpu_teardown_all(void);
  * staging memory pinned.  gpu_prewarm_wait() joins (driver close). */
 void gpu_prewarm_start(int lanes);
 void gpu_prewarm_wait(void);
+/* Joins the background thread if it has finished (else does nothing);
+ * called on the way out of every API call and at process exit. */
+void gpu_prewarm_reap(void);
+/* In the child of a fork(): the parent's thread is not there; forget it. */
+void gpu_prewarm_forget_after_fork(void);
 
 #endif /* OCF_GPU_H_ */

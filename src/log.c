@@ -119,6 +119,14 @@ void log_close(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
+void log_after_fork_child(void)
+{
+	/* The holder, if any, was another thread of the parent, almost always
+	 * in the middle of writing one line; at worst it was switching the log
+	 * file, which can only cost this child its own log lines. */
+	pthread_mutex_init(&log_lock, NULL);
+}
+
 /* Caller holds log_lock.  Opens the file at the first line. */
 static int log_fd_locked(void)
 {

@@ -27,6 +27,9 @@ int log_level_from_name(const char *name); /* -1 if unknown */
 const char *log_level_name(int level);
 int log_current_level(void);
 void log_close(void);
+/* In the child of a fork(): log_lock may have been held by a parent thread
+ * that does not exist here; makes it usable again (single-threaded child). */
+void log_after_fork_child(void);
 
 void log_write(int level, const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

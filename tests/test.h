@@ -39,6 +39,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #define T_EXIT_PASS 0
@@ -780,6 +782,48 @@ static inline int t_write_and_verify(CUfileHandle_t fh, struct t_mem *m, size_t 
 		T_SYS(ftruncate(check_fd, (off_t)old_len));
 	return rc;
 }
+
+/* ------------------------------------------------------- child processes */
+
+/* Waits up to timeout_ms for child `pid`.  Returns its wait status; on
+ * timeout kills it (SIGKILL), reaps it and fails the test with `what`. */
+static inline int t_wait_child(pid_t pid, int timeout_ms, const char *what)
+{
+	int status = 0;
+
+	for (int waited = 0;; waited += 10) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			return status;
+		if (w < 0)
+			T_FAIL("waitpid(%d): %s", (int)pid, strerror(errno));
+		if (waited >= timeout_ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			T_FAIL("%s: child %d still running after %d ms (hang)", what, (int)pid, timeout_ms);
+		}
+		usleep(10000);
+	}
+}
+
+/* The path to exec this test program again: argv[0] when it names a file
+ * (ctest passes the absolute path), else /proc/self/exe -- which under
+ * valgrind is valgrind's own tool binary. */
+static inline const char *t_self_exe(const char *argv0)
+{
+	return argv0 && strchr(argv0, '/') && access(argv0, X_OK) == 0 ? argv0 : "/proc/self/exe";
+}
+
+/* A wait status must be a normal exit with code 0. */
+#define T_CHILD_OK(status, what)                                                           \
+	do {                                                                               \
+		int s_ = (status);                                                         \
+		if (WIFSIGNALED(s_))                                                       \
+			T_FAIL("%s: child killed by signal %d (%s)", (what), WTERMSIG(s_),   \
+			       strsignal(WTERMSIG(s_)));                                   \
+		if (!WIFEXITED(s_) || WEXITSTATUS(s_) != 0)                                \
+			T_FAIL("%s: child exited with status %d", (what), WEXITSTATUS(s_));   \
+	} while (0)
 
 /* ------------------------------------------------------------ cuFile misc */
 
