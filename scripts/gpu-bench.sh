@@ -500,11 +500,11 @@ workload host4g   0 60 20 "${F[@]}" -x 0 -m 3 -b -N -w 1 -s "$SIZE" -i "$SIZE"
 workload lat4k    0 60 25 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 4K -I 2 -T "$LATT"
 workload batch128 0 15 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload batch32r 0 15 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
-workload async256 0 60 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
+workload async256 0 30 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
 # I/O overlapped with a compute kernel (bench/overlap: kernel alone, I/O
 # alone, both; the kernel lasts as long as the I/O alone did).
 if [ -x "$OVERLAP" ]; then
-	PROG=$OVERLAP workload ovl_async 0 60 20 "${F[@]}" -x 3 -s "$SIZE" -i 16M -b
+	PROG=$OVERLAP workload ovl_async 0 30 20 "${F[@]}" -x 3 -s "$SIZE" -i 16M -b
 	PROG=$OVERLAP workload ovl_batch 0 60 20 "${F[@]}" -x 5 -B 128 -s "$BATCHSZ" -i 64K -b -t 5
 elif wanted ovl_async || wanted ovl_batch; then
 	say "gpu-bench: $OVERLAP not built: ovl_async and ovl_batch skipped"
