@@ -115,20 +115,23 @@ static int gpu_numa_node(CUdevice dev)
 	return node;
 }
 
-/* Pins `size` bytes of staging memory for GPU g: an anonymous mapping
- * backed by transparent huge pages where the kernel allows, placed on the
- * GPU's NUMA node where it has one (MPOL_PREFERRED), populated, then
- * pinned with cuMemHostRegister.  Measured on the H200 machine, 114 MiB:
- * cuMemHostAlloc 42-71 ms, this 19-25 ms (most of the cost is faulting the
- * pages in, and huge pages need 512x fewer faults); a first read that
- * waits for pinning gets that much sooner to full speed.  Where any step is
- * refused, cuMemHostAlloc. */
+/* Pins `size` bytes of staging memory for GPU g.  By default with
+ * cuMemHostAlloc.  Where the GPU has a NUMA node (or with
+ * OPENCUFILE_STAGING_REGISTER=1), as an anonymous mapping backed by
+ * transparent huge pages, placed on that node (MPOL_PREFERRED), populated,
+ * then pinned with cuMemHostRegister.  That pins 114 MiB in 19-25 ms where
+ * cuMemHostAlloc takes 42-71 ms (H200 machine), but measured there,
+ * cuMemHostRegister waits until the device's queued work drains, and
+ * cuMemHostAlloc does not: a pin made while an application stream waits
+ * (for its own flag, a long kernel, or a cuFileReadAsync) stalls until that
+ * work is done.  So the faster pinning is kept for NUMA placement only.
+ * Where any step is refused, cuMemHostAlloc. */
 #define HUGE_PAGE (2u << 20)
 static int pin_arena(struct ocf_gpu *g, size_t *size, size_t room, void **mem, bool *registered)
 {
 	*registered = false;
-	const char *env = ocf_getenv("OPENCUFILE_STAGING_HOSTALLOC"); /* tests, experiments */
-	if (env && *env == '1')
+	const char *env = ocf_getenv("OPENCUFILE_STAGING_REGISTER"); /* tests, experiments */
+	if (g->numa_node < 0 && !(env && *env == '1'))
 		goto hostalloc;
 	/* Whole huge pages where the pool's bound leaves room for them. */
 	size_t len = OCF_ALIGN_UP(*size, (size_t)HUGE_PAGE);
@@ -197,7 +200,11 @@ static void unpin_arena(struct ocf_arena *a)
  * call), CU_FILE_NOMEM_ERROR when host memory ran out. */
 static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, bool may_pin, char **out)
 {
-	pthread_mutex_lock(&p->arena_lock);
+	/* A thread that may not pin must not wait behind one that pins. */
+	if (may_pin || !p->gpu)
+		pthread_mutex_lock(&p->arena_lock);
+	else if (pthread_mutex_trylock(&p->arena_lock) != 0)
+		return -EAGAIN;
 	struct ocf_arena *a = p->arenas;
 	if (!a || a->size - a->used < bytes) {
 		if (!may_pin && a && p->gpu) {
@@ -642,12 +649,14 @@ CUresult gpu_event_wait(CUevent ev)
 	}
 }
 
-/* Pins lanes for asynchronous work on the GPU that owns `ptr` (device
- * memory; nothing for host memory), on the calling thread, before any
- * application stream can wait for that work: enough for every executor
- * thread and engine participant at once.  Executor threads never pin
- * (see no_pinning).  After the first call for a GPU this is one pointer
- * query and one load. */
+/* Makes sure the GPU that owns `ptr` (device memory; nothing for host
+ * memory) has staging lanes before asynchronous work on it is queued, since
+ * executor threads never pin (see no_pinning).  Normally the pre-pinning at
+ * driver open made them and this pins nothing: pinning here could itself
+ * wait for an application stream that the application has blocked until
+ * this very thread goes on (a cuStreamWaitValue32 on its own flag; seen on
+ * an H200).  Only a GPU without any lane gets `lanes` of them here.  After
+ * the first call for a GPU this is one pointer query and one load. */
 void gpu_prepare_async(const void *ptr, int lanes)
 {
 	int ordinal = -1;
@@ -665,8 +674,12 @@ void gpu_prepare_async(const void *ptr, int lanes)
 	 * sees the lanes on the free list. */
 	if (__atomic_load_n(&g->async_ready, __ATOMIC_ACQUIRE))
 		return;
-	while (pool_prepare_one(&g->pool, lanes) == 0)
-		;
+	pthread_mutex_lock(&g->pool.lock);
+	bool none = g->pool.created == 0;
+	pthread_mutex_unlock(&g->pool.lock);
+	if (none)
+		while (pool_prepare_one(&g->pool, lanes) == 0)
+			;
 	__atomic_store_n(&g->async_ready, true, __ATOMIC_RELEASE);
 }
 
@@ -703,8 +716,11 @@ static void *prewarm_main(void *arg)
 		struct timespec t0, t1, t2;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* One arena for all of them: one pinning call. */
-		if (ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
-			size_t want = (size_t)lanes * OCF_LANE_DEPTH * buf_bytes(&g->pool);
+		pthread_mutex_lock(&g->pool.lock);
+		int missing = OCF_MIN(lanes, g->pool.max) - g->pool.created; /* the first lanes exist */
+		pthread_mutex_unlock(&g->pool.lock);
+		if (missing > 0 && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			size_t want = (size_t)missing * OCF_LANE_DEPTH * buf_bytes(&g->pool);
 			char *unused;
 			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
 				   false, true, &unused);
@@ -726,11 +742,31 @@ static void *prewarm_main(void *arg)
 	return NULL;
 }
 
+/* The first lanes of every GPU the application already uses, made on the
+ * opening thread: asynchronous work never pins (see no_pinning), so a lane
+ * must exist before any can be queued, and a pin made once stream work is
+ * queued could wait for it.  Two lanes are one small arena (a few ms). */
+static void prepare_first_lanes(void)
+{
+	for (int d = 0; d < cuda_device_count(); d++) {
+		CUdevice dev;
+		unsigned int flags = 0;
+		int active = 0;
+		struct ocf_gpu *g;
+		if (ocf_cu.DeviceGet(&dev, d) != CUDA_SUCCESS ||
+		    ocf_cu.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active || gpu_get(d, &g) != 0)
+			continue;
+		while (pool_prepare_one(&g->pool, FIRST_ARENA_LANES) == 0)
+			;
+	}
+}
+
 void gpu_prewarm_start(int lanes)
 {
 	const char *env = ocf_getenv("OPENCUFILE_PREWARM"); /* 0: off */
 	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
 		return;
+	prepare_first_lanes();
 	pthread_mutex_lock(&prewarm_lock);
 	if (!prewarm_running) {
 		atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);

@@ -103,9 +103,9 @@ static const struct kind kinds[] = {
 	 false, FW | FB | FA, true},
 	{"D2H copy (async, GPU fails)", SRC_CUDA_DEFERRED, 0, 0, "cuMemcpyDtoHAsync_v2",
 	 CUERR(CU_FILE_CUDA_DRIVER_ERROR), false, FW | FB | FA, true},
-	/* Staging arenas are pinned with cuMemHostRegister; where that is
-	 * refused the library falls back to cuMemHostAlloc, so the call
-	 * succeeds.  The "pinned alloc" kind refuses both. */
+	/* With the mapping + cuMemHostRegister pinning (NUMA placement), a
+	 * refused registration falls back to cuMemHostAlloc: the call
+	 * succeeds. */
 	{"pinned register", SRC_CUDA, 0, 0, "cuMemHostRegister_v2", 0, true, FR | FW | FDO | FB | FA, true},
 	{"pinned alloc", SRC_CUDA, 0, 0, "cuMemHostAlloc", CUERR(CU_FILE_CUDA_DRIVER_ERROR), true,
 	 FR | FW | FDO | FB | FA, true},
@@ -458,12 +458,13 @@ static void session_close(struct session *ss)
 
 static void fault_begin(struct session *ss, const struct kind *k, unsigned long nth)
 {
-	/* cuMemHostAlloc is the fallback of staging pinning: make it the
-	 * first choice so that its failure is reached. */
-	if (k->fn && !strcmp(k->fn, "cuMemHostAlloc"))
-		setenv("OPENCUFILE_STAGING_HOSTALLOC", "1", 1);
+	/* Staging is pinned with cuMemHostAlloc unless the mapping +
+	 * cuMemHostRegister path is chosen (NUMA placement): choose it for
+	 * the kind that fails cuMemHostRegister. */
+	if (k->fn && !strcmp(k->fn, "cuMemHostRegister_v2"))
+		setenv("OPENCUFILE_STAGING_REGISTER", "1", 1);
 	else
-		unsetenv("OPENCUFILE_STAGING_HOSTALLOC");
+		unsetenv("OPENCUFILE_STAGING_REGISTER");
 	ss->before = kind_calls(k);
 	arm(k, nth);
 }
