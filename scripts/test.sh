@@ -10,7 +10,8 @@
 #   tsan      -DOCF_SANITIZE=thread (a data race or lock-order report fails
 #             the test), all but "large", longer timeouts
 #   valgrind  the plain build's test binaries under valgrind memcheck
-#             (-DOPENCUFILE_VALGRIND=ON), all but "large"
+#             (-DOPENCUFILE_VALGRIND=ON), all but "large" and "heavy"
+#             (tests/CMakeLists.txt says why)
 #
 # Every stage runs even when an earlier one failed; the script fails if any
 # did.  The summary of each stage is printed at the end, the last line a
@@ -102,7 +103,7 @@ for s in $stages; do
 		# Same binaries as the plain stage (only the test commands change),
 		# so nothing is rebuilt; the plain configuration is restored after.
 		run_stage valgrind build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=ON -DOPENCUFILE_TEST_TIMEOUT=1200" \
-			"-LE large"
+			"-LE large|heavy"
 		cmake -S . -B build-test -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120 >/dev/null 2>&1
 		;;
 	*)

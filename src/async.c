@@ -57,7 +57,6 @@ static void *executor_main(void *arg)
 	 * until this thread finishes the I/O: synchronous legacy-stream
 	 * copies could queue behind it. */
 	engine_thread_no_sync_copies(true);
-	gpu_thread_no_pinning(true);
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
 		while (!head && !stopping)

@@ -444,8 +444,8 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		    .write = p->opcode == CUFILE_WRITE,
 		};
 	}
-	/* Lanes for the executor threads are pinned here (they never pin
-	 * themselves): once per GPU, for each distinct buffer's GPU. */
+	/* A GPU without lanes gets them here (once per GPU, for each
+	 * distinct buffer's GPU). */
 	for (unsigned i = 0; i < nr; i++)
 		if (i == 0 || params[i].u.batch.devPtr_base != params[i - 1].u.batch.devPtr_base)
 			gpu_prepare_async(params[i].u.batch.devPtr_base, engine_participants() + async_thread_count());

@@ -151,7 +151,7 @@ static void *worker_main(void *arg)
 		struct ocf_lane *lane = NULL;
 		if (!rq->pool) {
 			run_request(rq, NULL, true);
-		} else if (pool_try_get(rq->pool, &lane, !rq->nonblocking) == 0) {
+		} else if (pool_try_get(rq->pool, &lane) == 0) {
 			lane_release(lane, run_request(rq, lane, true));
 		}
 

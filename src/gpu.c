@@ -198,19 +198,11 @@ static void unpin_arena(struct ocf_arena *a)
  * caller has made its primary context current.  Returns 0, or
  * CU_FILE_CUDA_DRIVER_ERROR when pinning failed (like every failed CUDA
  * call), CU_FILE_NOMEM_ERROR when host memory ran out. */
-static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, bool may_pin, char **out)
+static int arena_take(struct ocf_pool *p, size_t bytes, bool consume, char **out)
 {
-	/* A thread that may not pin must not wait behind one that pins. */
-	if (may_pin || !p->gpu)
-		pthread_mutex_lock(&p->arena_lock);
-	else if (pthread_mutex_trylock(&p->arena_lock) != 0)
-		return -EAGAIN;
+	pthread_mutex_lock(&p->arena_lock);
 	struct ocf_arena *a = p->arenas;
 	if (!a || a->size - a->used < bytes) {
-		if (!may_pin && a && p->gpu) {
-			pthread_mutex_unlock(&p->arena_lock);
-			return -EAGAIN; /* take a lane that comes back instead */
-		}
 		size_t lane = OCF_LANE_DEPTH * buf_bytes(p);
 		size_t size = OCF_MAX(bytes, lane * (a ? ARENA_LANES : FIRST_ARENA_LANES));
 		/* Never pin more than the pool's bound: the last arena holds
@@ -304,25 +296,13 @@ static void lane_free_buffers(struct ocf_lane *l)
 	}
 }
 
-/* Set on threads whose work an application stream may be waiting for
- * (the asynchronous executor): they never pin memory.  Pinning
- * (cuMemHostRegister, cuMemHostAlloc) can wait until the device's queued
- * work drains, and an application stream blocked in cuStreamWaitValue32
- * on that very I/O never drains: seen on an H200 as a hang of 16 MiB
- * cuFileReadAsync operations split across engine helpers.  Such threads
- * take lanes that exist (gpu_prepare_async pins them beforehand, on the
- * submitting thread) and wait for one to come back rather than pin. */
-static __thread bool no_pinning;
-
-void gpu_thread_no_pinning(bool on) { no_pinning = on; }
-
 bool lane_events_sleep(void)
 {
 	const char *spin = ocf_getenv("OPENCUFILE_EVENT_SPIN"); /* tuning experiments */
 	return spin && *spin == '0';
 }
 
-static int lane_create(struct ocf_pool *p, struct ocf_lane **out, bool may_pin)
+static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 {
 	struct ocf_lane *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -363,7 +343,7 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out, bool may_pin)
 		}
 	}
 	char *mem;
-	r = arena_take(p, OCF_LANE_DEPTH * buf_bytes(p), true, may_pin, &mem);
+	r = arena_take(p, OCF_LANE_DEPTH * buf_bytes(p), true, &mem);
 	if (r)
 		goto fail;
 	for (int i = 0; i < OCF_LANE_DEPTH; i++) {
@@ -407,7 +387,7 @@ fail:
 	return r;
 }
 
-static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait, bool may_pin)
+static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 {
 	bool create_failed = false;
 	pthread_mutex_lock(&p->lock);
@@ -427,7 +407,7 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait, bool 
 			p->created++; /* reserve the place; create outside the lock */
 			pthread_mutex_unlock(&p->lock);
 			struct ocf_lane *l = NULL;
-			int r = lane_create(p, &l, may_pin);
+			int r = lane_create(p, &l);
 			if (r == 0) {
 				*out = l;
 				return 0;
@@ -436,8 +416,6 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait, bool 
 			p->created--;
 			/* A waiter may now create the lane this call could not. */
 			pthread_cond_broadcast(&p->cv);
-			if (r == -EAGAIN && p->created == 0)
-				r = OCF_ERR(CU_FILE_INTERNAL_ERROR); /* nothing will come back */
 			if (p->created == 0 || !wait) {
 				pthread_mutex_unlock(&p->lock);
 				return r;
@@ -455,12 +433,9 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait, bool 
 	}
 }
 
-int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true, !no_pinning); }
+int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true); }
 
-int pool_try_get(struct ocf_pool *p, struct ocf_lane **out, bool may_pin)
-{
-	return pool_take(p, out, false, may_pin && !no_pinning);
-}
+int pool_try_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, false); }
 
 void pool_discard(struct ocf_lane *l)
 {
@@ -485,7 +460,7 @@ static int pool_prepare_one(struct ocf_pool *p, int target)
 	p->created++; /* reserve the place; create outside the lock */
 	pthread_mutex_unlock(&p->lock);
 	struct ocf_lane *l = NULL;
-	int r = lane_create(p, &l, true);
+	int r = lane_create(p, &l);
 	if (r == 0) {
 		pool_put(l);
 		return 0;
@@ -650,13 +625,11 @@ CUresult gpu_event_wait(CUevent ev)
 }
 
 /* Makes sure the GPU that owns `ptr` (device memory; nothing for host
- * memory) has staging lanes before asynchronous work on it is queued, since
- * executor threads never pin (see no_pinning).  Normally the pre-pinning at
- * driver open made them and this pins nothing: pinning here could itself
- * wait for an application stream that the application has blocked until
- * this very thread goes on (a cuStreamWaitValue32 on its own flag; seen on
- * an H200).  Only a GPU without any lane gets `lanes` of them here.  After
- * the first call for a GPU this is one pointer query and one load. */
+ * memory) has staging lanes before asynchronous work on it is queued.
+ * Normally the driver open made them and this pins nothing; only a GPU
+ * without any lane (the driver was opened before the application used it)
+ * gets `lanes` of them here.  After the first call for a GPU this is one
+ * pointer query and one load. */
 void gpu_prepare_async(const void *ptr, int lanes)
 {
 	int ordinal = -1;
@@ -723,7 +696,7 @@ static void *prewarm_main(void *arg)
 			size_t want = (size_t)missing * OCF_LANE_DEPTH * buf_bytes(&g->pool);
 			char *unused;
 			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
-				   false, true, &unused);
+				   false, &unused);
 			cuda_ctx_pop();
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -743,9 +716,8 @@ static void *prewarm_main(void *arg)
 }
 
 /* The first lanes of every GPU the application already uses, made on the
- * opening thread: asynchronous work never pins (see no_pinning), so a lane
- * must exist before any can be queued, and a pin made once stream work is
- * queued could wait for it.  Two lanes are one small arena (a few ms). */
+ * opening thread, so that work queued right after the open finds a lane
+ * without pinning.  Two lanes are one small arena (a few ms). */
 static void prepare_first_lanes(void)
 {
 	for (int d = 0; d < cuda_device_count(); d++) {

@@ -81,9 +81,6 @@ struct ocf_pool *host_pool(void);
  * waited for by the driver's default policy (OPENCUFILE_EVENT_SPIN=0). */
 bool lane_events_sleep(void);
 
-/* Threads whose work an application stream may wait for never pin: they
- * take existing lanes only (gpu.c explains why). */
-void gpu_thread_no_pinning(bool on);
 /* Pins lanes for `lanes` concurrent users on the GPU owning ptr, if not
  * done yet, before asynchronous work on it is queued. */
 void gpu_prepare_async(const void *ptr, int lanes);
@@ -92,7 +89,7 @@ void gpu_prepare_async(const void *ptr, int lanes);
 int pool_get(struct ocf_pool *pool, struct ocf_lane **out);
 /* Takes a lane only if one is free or may be created without waiting;
  * returns 0, or -EAGAIN. */
-int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out, bool may_pin);
+int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out);
 void pool_put(struct ocf_lane *lane);
 /* Destroys a lane whose stream may still hold work (a failed copy). */
 void pool_discard(struct ocf_lane *lane);

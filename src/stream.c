@@ -308,7 +308,9 @@ static void op_run(struct async_op *aop)
 		off_t boff = op->fixed & CU_FILE_STREAM_FIXED_BUF_OFFSET ? op->buf_offset : *op->buf_offset_p;
 		r = api_io(op->fh, op->base, size, foff, boff, op->write, true);
 	}
-	*op->bytes_p = r;
+	/* Release: an application that polls *bytes_p instead of
+	 * synchronising the stream sees the I/O's effects once it sees this. */
+	__atomic_store_n(op->bytes_p, r, __ATOMIC_RELEASE);
 	/* After this store the application may reuse everything it passed;
 	 * only our own op and flag are touched below. */
 	flag_signal(op->flag, op->target);
@@ -379,8 +381,8 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 		op->prep = api_io_prepare(fh, base, op->size, op->file_offset, op->buf_offset, NULL, &op->io,
 					  &op->owns_handle);
 	}
-	/* Lanes for the executor are pinned here, before the stream can
-	 * wait for this operation (executor threads never pin). */
+	/* A GPU without lanes gets them here, before the stream can wait
+	 * for this operation. */
 	gpu_prepare_async(base, engine_participants() + async_thread_count());
 	r = flag_get(&op->flag, &op->target);
 	if (r) {

@@ -2205,10 +2205,10 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	return r;
 }
 
-/* FAKECUDA_PIN_SYNCS=1: pinning host memory first waits until every stream
- * has drained, as a real driver may do (it was seen to on an H200): a
- * library that pins while an application stream waits for its I/O then
- * deadlocks here too. */
+/* FAKECUDA_PIN_SYNCS=1: cuMemHostRegister first waits until every stream
+ * has drained, as the real driver was seen to do on an H200 (its
+ * cuMemHostAlloc does not): a library that registers memory while an
+ * application stream waits for its I/O then deadlocks here too. */
 static void pin_syncs_device(void)
 {
 	const char *e = getenv("FAKECUDA_PIN_SYNCS");
@@ -2237,7 +2237,6 @@ FC_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned i
 {
 	ENTER();
 	NEED_CTX(c);
-	pin_syncs_device();
 	if (Flags &
 	    ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
 		return CUDA_ERROR_INVALID_VALUE;

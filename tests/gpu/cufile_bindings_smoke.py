@@ -26,6 +26,18 @@ import traceback
 from clientcheck import check_maps, report, results  # noqa: E402
 
 
+def binding_use_count(cufile):
+    """cuFileUseCount through the binding; some cuda.bindings releases wrap it
+    as returning nothing (None), and then the process's own symbol (ours,
+    preloaded) is called through ctypes instead."""
+    n = need(cufile, "use_count")()
+    if n is None:
+        f = ctypes.CDLL(None).cuFileUseCount
+        f.restype = ctypes.c_long
+        n = f()
+    return int(n)
+
+
 class _DescrUnion(ctypes.Union):
     _fields_ = [("fd", ctypes.c_int), ("handle", ctypes.c_void_p)]
 
@@ -267,7 +279,7 @@ def main():
         check_maps("after_driver_open", args.expect_lib)
 
         def use_count():
-            n = int(need(cufile, "use_count")())
+            n = binding_use_count(cufile)
             report("use_count", n >= 1, f"{n}")
             v = get_size_param(cufile, PARAM_MAX_IO_THREADS)
             report("staged_parameter_applied_at_open", v == 6, f"max_io_threads {v}")
@@ -460,7 +472,7 @@ def main():
         if st["opened"]:
             try:
                 need(cufile, "driver_close")()
-                n = int(cufile.use_count())
+                n = binding_use_count(cufile)
                 report("driver_close", n == 0, f"use_count after close {n}")
             except Exception as e:  # noqa: BLE001
                 report("driver_close", False, repr(e))
