@@ -15,6 +15,8 @@ dpkg -s libjson-c-dev >/dev/null 2>&1 || need+=(libjson-c-dev)
 dpkg -s liburing-dev >/dev/null 2>&1 || need+=(liburing-dev)
 # scripts/test.sh runs the unit tests under valgrind too.
 command -v valgrind >/dev/null || need+=(valgrind)
+# ... and replays the libFuzzer corpora, which need clang.
+command -v clang >/dev/null || need+=(clang)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: please install: ${need[*]}" >&2

@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-stages="plain asan tsan valgrind"
+stages="plain asan tsan valgrind fuzz"
 quick=0
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -53,7 +53,7 @@ run_stage() {
 	echo "===== stage $name: build in $dir"
 	# shellcheck disable=SC2086
 	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON $cmake_args >"$dir/configure.log" 2>&1 ||
-		! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
+		! cmake --build "$dir" -j"$jobs" ${build_targets:+--target $build_targets} >"$dir/build.log" 2>&1; then
 		tail -40 "$dir/configure.log" "$dir/build.log"
 		names+=("$name")
 		results+=("build FAILED (see $dir/build.log)")
@@ -105,6 +105,17 @@ for s in $stages; do
 		run_stage valgrind build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=ON -DOPENCUFILE_TEST_TIMEOUT=1200" \
 			"-LE large|heavy"
 		cmake -S . -B build-test -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120 >/dev/null 2>&1
+		;;
+	fuzz)
+		# Only the fuzz targets are built; ctest runs their corpus replays.
+		if command -v clang >/dev/null; then
+			build_targets="fuzz_api fuzz_config" run_stage fuzz build-test-fuzz \
+				"-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DOPENCUFILE_FUZZ=ON" "-R ^fuzz_"
+		else
+			names+=(fuzz)
+			results+=("FAILED: clang is needed for the libFuzzer targets")
+			failed=1
+		fi
 		;;
 	*)
 		echo "unknown stage $s" >&2
