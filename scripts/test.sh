@@ -8,7 +8,8 @@
 #   asan      -DOCF_SANITIZE=address,undefined (leaks, memory errors and
 #             undefined behaviour fail the test), all but "large"
 #   tsan      -DOCF_SANITIZE=thread (a data race or lock-order report fails
-#             the test), all but "large", longer timeouts
+#             the test), all but "large" and the io_uring/pread variants
+#             ("backends"), longer timeouts
 #   valgrind  the plain build's test binaries under valgrind memcheck
 #             (-DOPENCUFILE_VALGRIND=ON), all but "large" and "heavy"
 #             (tests/CMakeLists.txt says why)
@@ -97,7 +98,7 @@ for s in $stages; do
 		;;
 	tsan)
 		run_stage tsan build-test-tsan "-DOCF_SANITIZE=thread -DOPENCUFILE_TEST_TIMEOUT=1200" \
-			"-LE large" "TSAN_OPTIONS=second_deadlock_stack=1:exitcode=66:suppressions=$PWD/tests/tsan.supp"
+			"-LE large|backends" "TSAN_OPTIONS=second_deadlock_stack=1:exitcode=66:suppressions=$PWD/tests/tsan.supp"
 		;;
 	valgrind)
 		# Same binaries as the plain stage (only the test commands change),
