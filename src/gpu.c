@@ -42,6 +42,11 @@
 /* gpu_lock protects gpus[] and host_pool_ready (creation and teardown). */
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ocf_gpu *gpus[OCF_MAX_GPUS];
+/* How many GPUs are ready for asynchronous work (async_ready set); reset
+ * at teardown.  When all of them are, gpu_prepare_async needs no pointer
+ * query at all. */
+static int async_ready_gpus;
+
 static struct ocf_pool hpool;
 static bool host_pool_ready;
 
@@ -571,6 +576,7 @@ void gpu_teardown_all(void)
 		free(g);
 		__atomic_store_n(&gpus[i], NULL, __ATOMIC_RELEASE);
 	}
+	__atomic_store_n(&async_ready_gpus, 0, __ATOMIC_RELEASE);
 	if (host_pool_ready) {
 		pool_destroy(&hpool);
 		host_pool_ready = false;
@@ -624,18 +630,29 @@ CUresult gpu_event_wait(CUevent ev)
 	}
 }
 
+static void mark_async_ready(struct ocf_gpu *g)
+{
+	/* Release: a thread that sees the flag sees the lanes on the free
+	 * list. */
+	bool was = false;
+	if (__atomic_compare_exchange_n(&g->async_ready, &was, true, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		__atomic_add_fetch(&async_ready_gpus, 1, __ATOMIC_RELEASE);
+}
+
 /* Makes sure the GPU that owns `ptr` (device memory; nothing for host
  * memory) has staging lanes before asynchronous work on it is queued.
  * Normally the driver open made them and this pins nothing; only a GPU
  * without any lane (the driver was opened before the application used it)
- * gets `lanes` of them here.  After the first call for a GPU this is one
- * pointer query and one load. */
+ * gets `lanes` of them here.  Once every GPU has lanes this is one load;
+ * before that, two pointer queries and a load. */
 void gpu_prepare_async(const void *ptr, int lanes)
 {
+	if (!ptr || __atomic_load_n(&async_ready_gpus, __ATOMIC_ACQUIRE) >= cuda_device_count())
+		return;
 	int ordinal = -1;
 	unsigned mtype = 0;
-	if (!ptr || ocf_cu.PointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)ptr) !=
-			    CUDA_SUCCESS ||
+	if (ocf_cu.PointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)ptr) !=
+		    CUDA_SUCCESS ||
 	    mtype != CU_MEMORYTYPE_DEVICE ||
 	    ocf_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)(uintptr_t)ptr) !=
 		    CUDA_SUCCESS)
@@ -643,8 +660,7 @@ void gpu_prepare_async(const void *ptr, int lanes)
 	struct ocf_gpu *g;
 	if (gpu_get(ordinal, &g) != 0)
 		return;
-	/* Acquire pairs with the release below: a thread that sees the flag
-	 * sees the lanes on the free list. */
+	/* Acquire pairs with the release in mark_async_ready. */
 	if (__atomic_load_n(&g->async_ready, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&g->pool.lock);
@@ -653,7 +669,7 @@ void gpu_prepare_async(const void *ptr, int lanes)
 	if (none)
 		while (pool_prepare_one(&g->pool, lanes) == 0)
 			;
-	__atomic_store_n(&g->async_ready, true, __ATOMIC_RELEASE);
+	mark_async_ready(g);
 }
 
 /* ------------------------------------------------------------- prewarm */
@@ -730,6 +746,11 @@ static void prepare_first_lanes(void)
 			continue;
 		while (pool_prepare_one(&g->pool, FIRST_ARENA_LANES) == 0)
 			;
+		pthread_mutex_lock(&g->pool.lock);
+		bool some = g->pool.created > 0;
+		pthread_mutex_unlock(&g->pool.lock);
+		if (some)
+			mark_async_ready(g);
 	}
 }
 

@@ -3,8 +3,9 @@
  * (fake driver only) Batch entries into device memory share the work:
  *   - 128 consecutive 64 KiB reads served by 4 executor threads cost at
  *     most two host-to-device copies, event records and preads per claim
- *     of 32 entries (one per staging buffer it touches), and one pointer
- *     lookup per thread — not one of each per entry; registered memory
+ *     of 32 entries (one per staging buffer it touches), one pointer
+ *     lookup per thread and at most two at submission (until every GPU
+ *     has lanes) — not one of each per entry; registered memory
  *     likewise;
  * and a CUDA failure hurts only the entries it touches.  SQLite-style, the
  * 1st, 2nd, ... call of each CUDA function the staged path uses fails
@@ -76,7 +77,10 @@ static void big_batch(CUfileBatchHandle_t b, CUfileHandle_t fh, CUdeviceptr d, c
 	if (count) {
 		T_LE_U(calls[0], 8);
 		T_LE_U(calls[1], 8);
-		T_LE_U(calls[2] + calls[3], 4);
+		/* 4 executor threads, + the submission's check that the
+		 * buffer's GPU has lanes (memory type and ordinal; the fake
+		 * driver has two GPUs and only one of them has lanes). */
+		T_LE_U(calls[2] + calls[3], 4 + 2);
 		T_LE_U(reads, 8 + 2); /* + the /proc/self/io reads themselves */
 	}
 	uint8_t *h = malloc(BIG * BSZ);
