@@ -86,7 +86,7 @@ static void *executor_main(void *arg)
 
 static int wanted_threads(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = ocf_online_cpus();
 	n = OCF_MAX(n, 4);
 	n = OCF_MIN(n, 16);
 	if (ocf_cfg.max_io_queue_depth && n > (long)ocf_cfg.max_io_queue_depth)

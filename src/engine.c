@@ -172,7 +172,7 @@ static void *worker_main(void *arg)
  * sets the number exactly (0: no helpers). */
 static int configured_threads(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = ocf_online_cpus();
 	if (n > 16)
 		n = 16;
 	if (n < (long)ocf_cfg.max_io_threads)
