@@ -135,7 +135,7 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 					      1000, F(batch_io_timeout_ms), NULL, NULL,
 					      "reported in the driver properties"},
 	[OCF_K_PREFER_IOURING] = {"properties.prefer_iouring", OCF_CFG_BOOL, "false", 0, 0, F(prefer_iouring), NULL,
-				  NULL, "accepted and reported; OPENCUFILE_IO_BACKEND chooses (default: io_uring for direct I/O)"},
+				  NULL, "true: staged buffered transfers also go through io_uring (default: only direct I/O); OPENCUFILE_IO_BACKEND, when set, wins"},
 	[OCF_K_FORCE_ODIRECT_MODE] = {"properties.force_odirect_mode", OCF_CFG_BOOL, "false", 0, 0,
 				      F(force_odirect_mode), NULL, NULL,
 				      "accepted and reported; the caller's open flags decide O_DIRECT"},

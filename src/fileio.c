@@ -299,7 +299,18 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 	}
 	int dfd = h->odirect ? h->fd : -1;
 	off_t from = off;
-	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN) {
+	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN && uring_backend() == OCF_IO_URING) {
+		/* Everything through the ring: a range the page cache holds
+		 * whole is one buffered transfer, one it holds none of one
+		 * direct transfer; only a partly cached range has its cached
+		 * prefix copied here first. */
+		size_t want = cached_prefix_len(h->fd, off, n);
+		if (want == n)
+			return 0;
+		if (want == 0)
+			dfd = h->fd_direct;
+	}
+	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN && dfd < 0) {
 		ssize_t p = read_cached_prefix(h->fd, dst, n, off);
 		if (p < 0)
 			return (int)p;

@@ -50,6 +50,11 @@ enum ocf_io_backend uring_backend(void)
 			log_warn("OPENCUFILE_IO_BACKEND=%s is not auto, uring or psync: using auto", env);
 		__atomic_store_n(&mode, m, __ATOMIC_RELAXED);
 	}
+	/* The environment variable, when set, wins; otherwise
+	 * properties.prefer_iouring sends buffered transfers to the ring too
+	 * (the configuration is fixed while the driver is open). */
+	if (m == OCF_IO_AUTO && ocf_cfg.prefer_iouring)
+		return OCF_IO_URING;
 	return (enum ocf_io_backend)m;
 }
 

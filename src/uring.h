@@ -18,10 +18,11 @@ struct ocf_ring;
 enum ocf_io_backend {
 	OCF_IO_PSYNC, /* pread/pwrite only */
 	OCF_IO_AUTO,  /* io_uring for direct I/O, pread/pwrite for buffered */
-	OCF_IO_URING, /* io_uring for every staged transfer (for comparisons) */
+	OCF_IO_URING, /* io_uring for every staged transfer */
 };
 
-/* The backend asked for (read once per process; default auto).  Says
+/* The backend asked for: OPENCUFILE_IO_BACKEND (read once per process)
+ * when set, else uring with properties.prefer_iouring, else auto.  Says
  * nothing about whether a ring could be set up: see uring_ring_get. */
 enum ocf_io_backend uring_backend(void);
 
