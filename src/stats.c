@@ -240,32 +240,41 @@ void stats_batch_call(enum stats_batch_call call, bool ok)
 	count_op(idx[call], ok);
 }
 
-void stats_batch_submit(bool ok, unsigned entries, uint64_t start_ns)
+/* The calling thread's block for a timed batch event, and the nanoseconds
+ * since start_ns; NULL when not counting (start_ns 0: counting was off when
+ * the event began). */
+static struct block *timed_block(uint64_t start_ns, uint64_t *elapsed)
 {
 	if (!start_ns || !counting())
-		return;
+		return NULL;
 	struct block *b = get_block();
+	uint64_t now = now_ns();
+	*elapsed = now > start_ns ? now - start_ns : 0;
+	return b;
+}
+
+void stats_batch_submit(bool ok, unsigned entries, uint64_t start_ns)
+{
+	uint64_t ns;
+	struct block *b = timed_block(start_ns, &ns);
 	if (!b)
 		return;
-	uint64_t now = now_ns();
 	add(&b->s.c[ok ? C_BSUBMIT_OK : C_BSUBMIT_ERR], 1);
 	if (ok)
 		add(&b->s.c[C_BENQUEUED], entries);
-	add(&b->s.c[C_BSUBMIT_NS], now > start_ns ? now - start_ns : 0);
+	add(&b->s.c[C_BSUBMIT_NS], ns);
 }
 
 void stats_batch_entry_done(bool write, bool ok, size_t bytes, uint64_t start_ns)
 {
-	if (!start_ns || !counting())
-		return;
-	struct block *b = get_block();
+	uint64_t ns;
+	struct block *b = timed_block(start_ns, &ns);
 	if (!b)
 		return;
-	uint64_t now = now_ns();
 	add(&b->s.c[ok ? C_BCOMPLETE_OK : C_BCOMPLETE_ERR], 1);
 	if (ok)
 		add(&b->s.c[write ? C_BWRITE_BYTES : C_BREAD_BYTES], bytes);
-	add(&b->s.c[C_BCOMPLETE_NS], now > start_ns ? now - start_ns : 0);
+	add(&b->s.c[C_BCOMPLETE_NS], ns);
 }
 
 /* Caller holds blocks_lock. */

@@ -7,8 +7,7 @@
  * lanes, so lanes are contended and the bound is what limits them. */
 #include <pthread.h>
 
-#include "config_test_util.h"
-#include "stats.h"
+#include "stats_test_util.h"
 
 #define THREADS 16
 #define IO (1u << 20)
@@ -59,9 +58,7 @@ int main(int argc, char **argv)
 	T_CUFILE_OK(cuFileDriverClose());
 
 	struct ocf_stats_file f;
-	int sfd = t_open(path, O_RDONLY);
-	T_EQ(read(sfd, &f, sizeof(f)), (long)sizeof(f));
-	close(sfd);
+	t_read_stats_file(path, &f);
 	T_EQ(f.version, OCF_STATS_FILE_VERSION);
 	fprintf(stderr, "pinned now %llu peak %llu bound %llu\n", (unsigned long long)f.pinned_bytes,
 		(unsigned long long)f.pinned_peak_bytes, (unsigned long long)f.pinned_bound_bytes);
@@ -75,14 +72,8 @@ int main(int argc, char **argv)
 	 * at least two lanes. */
 	T_LE_U(f.pinned_bound_bytes, 4u << 20);
 
-	char cmd[1400], out[700];
-	snprintf(out, sizeof(out), "%s.txt", path);
-	snprintf(cmd, sizeof(cmd), "%s -s %s > %s", argv[1], path, out);
-	T_EQ(system(cmd), 0);
-	const char *txt = t_slurp(out);
-	fputs(txt, stderr);
+	const char *txt = t_gdscheck_stats(argv[1], path);
 	T_ASSERT(strstr(txt, "pinned staging memory  now 0.0 MiB  peak ") != NULL);
-	unlink(out);
 	unlink(path);
 	return T_EXIT_PASS;
 }
