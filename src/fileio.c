@@ -209,12 +209,12 @@ static size_t cached_prefix_len(int fd, off_t off, size_t n)
 }
 
 /* Copies the part of [off, off+n) that the page cache holds from its start
- * into dst without waiting for the disk.  Returns the bytes copied (short
- * also at end of file) or -errno.  When the kernel can tell nothing (no
- * cachestat, no RWF_NOWAIT) the whole range is read with pread. */
-static ssize_t read_cached_prefix(int fd, char *dst, size_t n, off_t off)
+ * into dst without waiting for the disk; `want` is what cached_prefix_len
+ * found.  Returns the bytes copied (short also at end of file) or -errno.
+ * When the kernel can tell nothing (no cachestat, no RWF_NOWAIT) the whole
+ * range is read with pread. */
+static ssize_t read_cached_prefix(int fd, char *dst, size_t n, off_t off, size_t want)
 {
-	size_t want = cached_prefix_len(fd, off, n);
 	if (want == 0)
 		return 0;
 	if (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
@@ -299,19 +299,13 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 	}
 	int dfd = h->odirect ? h->fd : -1;
 	off_t from = off;
-	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN && uring_backend() == OCF_IO_URING) {
-		/* Everything through the ring: a range the page cache holds
-		 * whole is one buffered transfer, one it holds none of one
-		 * direct transfer; only a partly cached range has its cached
-		 * prefix copied here first. */
+	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN) {
 		size_t want = cached_prefix_len(h->fd, off, n);
-		if (want == n)
+		/* With every transfer on the ring (backend uring), a range the
+		 * page cache holds whole is one buffered ring transfer. */
+		if (want == n && uring_backend() == OCF_IO_URING)
 			return 0;
-		if (want == 0)
-			dfd = h->fd_direct;
-	}
-	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN && dfd < 0) {
-		ssize_t p = read_cached_prefix(h->fd, dst, n, off);
+		ssize_t p = read_cached_prefix(h->fd, dst, n, off, want);
 		if (p < 0)
 			return (int)p;
 		op->prefix = (size_t)p;
@@ -444,7 +438,7 @@ ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct oc
 		return pread_full(h->fd, dst, n, off);
 	/* Buffered with an O_DIRECT twin: the cached prefix by copy, the rest
 	 * from the disk, in place where dst is aligned like the file. */
-	ssize_t p = read_cached_prefix(h->fd, dst, n, off);
+	ssize_t p = read_cached_prefix(h->fd, dst, n, off, cached_prefix_len(h->fd, off, n));
 	if (p < 0 || (size_t)p == n)
 		return p;
 	char *d = dst + p;

@@ -57,8 +57,9 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
  * completed here with pread. */
 ssize_t fio_stage_read_done(const struct fio_op *op, ssize_t res);
 /* Does the transfer belong on an io_uring ring?  Direct I/O does, unless
- * the backend is psync; buffered I/O only with OPENCUFILE_IO_BACKEND=uring
- * (page-cache copies are faster with pread on the calling thread). */
+ * the backend is psync; buffered I/O only with the uring backend
+ * (OPENCUFILE_IO_BACKEND=uring or properties.prefer_iouring): page-cache
+ * copies are faster with pread on the calling thread. */
 bool fio_op_wants_ring(const struct fio_op *op);
 /* Runs the transfer with pread/pwrite: bytes moved, or -errno. */
 ssize_t fio_op_run(const struct fio_op *op);
