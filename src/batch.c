@@ -446,9 +446,10 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 	}
 	/* A GPU without lanes gets them here (once per GPU, for each
 	 * distinct buffer's GPU). */
+	int lanes = engine_participants() + async_thread_count();
 	for (unsigned i = 0; i < nr; i++)
 		if (i == 0 || params[i].u.batch.devPtr_base != params[i - 1].u.batch.devPtr_base)
-			gpu_prepare_async(params[i].u.batch.devPtr_base, engine_participants() + async_thread_count());
+			gpu_prepare_async(params[i].u.batch.devPtr_base, lanes);
 	uint64_t t0 = stats_io_begin();
 	/* One hold per executor operation, released by the executor or by a
 	 * cancel; taken before the batch lock (the driver's lock never nests

@@ -684,20 +684,26 @@ static bool prewarm_running;
  * exit left, so the join does not wait for pinning. */
 static atomic_bool prewarm_done;
 
+/* GPU d, if the application already works on it (its primary context is
+ * active): 0 and *out, or -1.  Only those get lanes ahead of I/O: creating
+ * a primary context costs GPU memory the application may want. */
+static int active_gpu(int d, struct ocf_gpu **out)
+{
+	CUdevice dev;
+	unsigned int flags = 0;
+	int active = 0;
+	if (ocf_cu.DeviceGet(&dev, d) != CUDA_SUCCESS ||
+	    ocf_cu.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active || gpu_get(d, out) != 0)
+		return -1;
+	return 0;
+}
+
 static void *prewarm_main(void *arg)
 {
 	int lanes = (int)(intptr_t)arg;
 	for (int d = 0; d < cuda_device_count(); d++) {
-		CUdevice dev;
-		unsigned int flags = 0;
-		int active = 0;
-		/* Only GPUs the application already works on: creating a
-		 * primary context costs GPU memory the application may want. */
-		if (ocf_cu.DeviceGet(&dev, d) != CUDA_SUCCESS ||
-		    ocf_cu.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
-			continue;
 		struct ocf_gpu *g;
-		if (gpu_get(d, &g) != 0)
+		if (active_gpu(d, &g) != 0)
 			continue;
 		int n = 0;
 		if (lanes > 64)
@@ -709,10 +715,9 @@ static void *prewarm_main(void *arg)
 		int missing = OCF_MIN(lanes, g->pool.max) - g->pool.created; /* the first lanes exist */
 		pthread_mutex_unlock(&g->pool.lock);
 		if (missing > 0 && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
-			size_t want = (size_t)missing * OCF_LANE_DEPTH * buf_bytes(&g->pool);
+			/* missing <= max - created: within the pool's bound. */
 			char *unused;
-			arena_take(&g->pool, OCF_MIN(want, (size_t)g->pool.max * OCF_LANE_DEPTH * buf_bytes(&g->pool)),
-				   false, &unused);
+			arena_take(&g->pool, (size_t)missing * OCF_LANE_DEPTH * buf_bytes(&g->pool), false, &unused);
 			cuda_ctx_pop();
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -737,12 +742,8 @@ static void *prewarm_main(void *arg)
 static void prepare_first_lanes(void)
 {
 	for (int d = 0; d < cuda_device_count(); d++) {
-		CUdevice dev;
-		unsigned int flags = 0;
-		int active = 0;
 		struct ocf_gpu *g;
-		if (ocf_cu.DeviceGet(&dev, d) != CUDA_SUCCESS ||
-		    ocf_cu.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active || gpu_get(d, &g) != 0)
+		if (active_gpu(d, &g) != 0)
 			continue;
 		while (pool_prepare_one(&g->pool, FIRST_ARENA_LANES) == 0)
 			;

@@ -68,7 +68,7 @@ struct ocf_gpu {
 	CUdevice dev;
 	CUcontext primary;
 	int numa_node; /* where its staging memory is placed; -1: anywhere */
-	bool async_ready; /* gpu_prepare_async has pinned its lanes */
+	bool async_ready; /* has lanes for asynchronous work (gpu_prepare_async) */
 	struct ocf_pool pool;
 };
 

@@ -276,17 +276,14 @@ static void flag_passed_now(struct flag *f, uint32_t target)
 	__atomic_store_n(f->passed_host, target, __ATOMIC_RELEASE);
 }
 
-/* Has every stream passed the waits queued on this page?  Acquire: the
- * stream's write is its last access to the page.  Called at close, when no
- * operation is in flight and none can be submitted, so tracked and
- * has_tracked no longer change. */
+/* Has every stream passed the waits queued on this page?  Called at close,
+ * without flag_lock: no operation is in flight and none can be submitted,
+ * so tracked and has_tracked no longer change. */
 static bool page_passed(const struct flag_page *pg)
 {
-	for (size_t i = 0; i < FLAGS_PER_PAGE; i++) {
-		const struct flag *f = &pg->flags[i];
-		if (f->has_tracked && (int32_t)(__atomic_load_n(f->passed_host, __ATOMIC_ACQUIRE) - f->tracked) < 0)
+	for (size_t i = 0; i < FLAGS_PER_PAGE; i++)
+		if (!flag_idle_locked(&pg->flags[i]))
 			return false;
-	}
 	return true;
 }
 
