@@ -401,6 +401,22 @@ static inline int t_open(const char *path, int flags)
 	return fd;
 }
 
+/* Read and write system calls this process has made so far (syscr and
+ * syscw of /proc/self/io; io_uring operations are not counted there).
+ * Skips the test where the file is missing. */
+static inline void t_proc_io_calls(unsigned long *reads, unsigned long *writes)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	char line[128];
+	if (!f)
+		T_SKIP("no /proc/self/io");
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "syscr: %lu", reads);
+		sscanf(line, "syscw: %lu", writes);
+	}
+	fclose(f);
+}
+
 /* Number of open file descriptors of this process. */
 static inline int t_count_fds(void)
 {

@@ -24,19 +24,6 @@
 
 #define FLEN (64 * T_MIB)
 
-static void io_counts(unsigned long *rd, unsigned long *wr)
-{
-	FILE *f = fopen("/proc/self/io", "r");
-	char line[128];
-	if (!f)
-		T_SKIP("no /proc/self/io");
-	while (fgets(line, sizeof(line), f)) {
-		sscanf(line, "syscr: %lu", rd);
-		sscanf(line, "syscw: %lu", wr);
-	}
-	fclose(f);
-}
-
 static bool io_uring_works(void)
 {
 	/* io_uring_params is 120 bytes; a zeroed one asks for defaults. */
@@ -75,11 +62,11 @@ static void round_trip(const char *src, bool prefer, unsigned long *reads, unsig
 	T_IO(cuFileWrite(wfh, (void *)(uintptr_t)dev, 4 * T_MIB, 0, 0), (ssize_t)(4 * T_MIB));
 
 	unsigned long r0 = 0, w0 = 0, r1 = 0, w1 = 0, r2 = 0, w2 = 0;
-	io_counts(&r0, &w0);
-	io_counts(&r1, &w1); /* what counting costs */
+	t_proc_io_calls(&r0, &w0);
+	t_proc_io_calls(&r1, &w1); /* what counting costs */
 	T_IO(cuFileRead(rfh, (void *)(uintptr_t)dev, FLEN, 0, 0), (ssize_t)FLEN);
 	T_IO(cuFileWrite(wfh, (void *)(uintptr_t)dev, FLEN, 0, 0), (ssize_t)FLEN);
-	io_counts(&r2, &w2);
+	t_proc_io_calls(&r2, &w2);
 	*reads = (r2 - r1) - (r1 - r0);
 	*writes = (w2 - w1) - (w1 - w0);
 
