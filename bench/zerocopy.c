@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,16 +220,64 @@ static void test_prepinned(CUdeviceptr dev, uint64_t size, int reps)
 }
 
 #define LAT_N 2000
-static void lat_report(const char *name, double *v)
+
+/* Ways to move 4 KiB host->GPU and know it has landed. */
+enum lat_way {
+	LAT_SYNC,        /* cuMemcpyHtoD */
+	LAT_STREAMSYNC,  /* async copy, cuStreamSynchronize */
+	LAT_STREAMQUERY, /* async copy, spin on cuStreamQuery */
+	LAT_EVENTQUERY,  /* async copy, record `ev`, spin on cuEventQuery */
+	LAT_EVENTSYNC,   /* async copy, record `ev`, cuEventSynchronize */
+	LAT_ISSUE,       /* async copy: the call alone (synchronised after timing) */
+};
+
+/* Seconds one 4 KiB copy from src to dev takes the given way on stream s. */
+static double lat_once(enum lat_way way, CUdeviceptr dev, const void *src, CUstream s, CUevent ev)
 {
+	double t = now_s();
+	if (way == LAT_SYNC) {
+		cu.MemcpyHtoD(dev, src, 4096);
+		return now_s() - t;
+	}
+	cu.MemcpyHtoDAsync(dev, src, 4096, s);
+	switch (way) {
+	case LAT_STREAMSYNC:
+		cu.StreamSynchronize(s);
+		break;
+	case LAT_STREAMQUERY:
+		while (StreamQuery(s) == CUDA_ERROR_NOT_READY)
+			;
+		break;
+	case LAT_EVENTQUERY:
+		EventRecord(ev, s);
+		while (EventQuery(ev) == CUDA_ERROR_NOT_READY)
+			;
+		break;
+	case LAT_EVENTSYNC:
+		EventRecord(ev, s);
+		EventSynchronize(ev);
+		break;
+	default:
+		break;
+	}
+	double dt = now_s() - t;
+	if (way == LAT_ISSUE)
+		cu.StreamSynchronize(s);
+	return dt;
+}
+
+/* LAT_N copies the given way; prints `lat <name> 4096 <median us>`. */
+static void lat_run(const char *name, enum lat_way way, CUdeviceptr dev, const void *src, CUstream s, CUevent ev)
+{
+	static double v[LAT_N];
+	for (int i = 0; i < LAT_N; i++)
+		v[i] = lat_once(way, dev, src, s, ev);
 	printf("lat %s 4096 %.2f\n", name, median(v, LAT_N) * 1e6);
 	fflush(stdout);
 }
 
-/* Ways to move 4 KiB host->GPU and know it has landed. */
 static void test_small(CUdeviceptr dev)
 {
-	static double v[LAT_N];
 	void *pin, *pageable = aligned_alloc(4096, 4096);
 	CUstream sb, snb;
 	CUevent ev, evb;
@@ -240,75 +289,30 @@ static void test_small(CUdeviceptr dev)
 	}
 	memset(pin, 3, 4096);
 	memset(pageable, 3, 4096);
-	for (int i = 0; i < LAT_N; i++) {
-		double t = now_s();
-		cu.MemcpyHtoD(dev, pin, 4096);
-		v[i] = now_s() - t;
-	}
-	lat_report("sync_pinned", v);
-	for (int i = 0; i < LAT_N; i++) {
-		double t = now_s();
-		cu.MemcpyHtoD(dev, pageable, 4096);
-		v[i] = now_s() - t;
-	}
-	lat_report("sync_pageable", v);
+	lat_run("sync_pinned", LAT_SYNC, dev, pin, NULL, NULL);
+	lat_run("sync_pageable", LAT_SYNC, dev, pageable, NULL, NULL);
 	CUstream ss[2] = { sb, snb };
 	const char *sn[2] = { "blocking", "nonblocking" };
-	for (int k = 0; k < 2; k++) {
-		char name[64];
-		for (int i = 0; i < LAT_N; i++) {
-			double t = now_s();
-			cu.MemcpyHtoDAsync(dev, pin, 4096, ss[k]);
-			cu.StreamSynchronize(ss[k]);
-			v[i] = now_s() - t;
+	static const struct {
+		const char *name;
+		enum lat_way way;
+		bool pageable, blocking_event;
+	} ways[] = {
+		{ "streamsync", LAT_STREAMSYNC, false, false },
+		{ "streamquery_spin", LAT_STREAMQUERY, false, false },
+		{ "eventquery_spin", LAT_EVENTQUERY, false, false },
+		{ "event_blocking_sync", LAT_EVENTSYNC, false, true },
+		{ "pageable_streamsync", LAT_STREAMSYNC, true, false },
+	};
+	for (int k = 0; k < 2; k++)
+		for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+			char name[64];
+			snprintf(name, sizeof(name), "async_%s_%s", sn[k], ways[w].name);
+			lat_run(name, ways[w].way, dev, ways[w].pageable ? pageable : pin, ss[k],
+				ways[w].blocking_event ? evb : ev);
 		}
-		snprintf(name, sizeof(name), "async_%s_streamsync", sn[k]);
-		lat_report(name, v);
-		for (int i = 0; i < LAT_N; i++) {
-			double t = now_s();
-			cu.MemcpyHtoDAsync(dev, pin, 4096, ss[k]);
-			while (StreamQuery(ss[k]) == CUDA_ERROR_NOT_READY)
-				;
-			v[i] = now_s() - t;
-		}
-		snprintf(name, sizeof(name), "async_%s_streamquery_spin", sn[k]);
-		lat_report(name, v);
-		for (int i = 0; i < LAT_N; i++) {
-			double t = now_s();
-			cu.MemcpyHtoDAsync(dev, pin, 4096, ss[k]);
-			EventRecord(ev, ss[k]);
-			while (EventQuery(ev) == CUDA_ERROR_NOT_READY)
-				;
-			v[i] = now_s() - t;
-		}
-		snprintf(name, sizeof(name), "async_%s_eventquery_spin", sn[k]);
-		lat_report(name, v);
-		for (int i = 0; i < LAT_N; i++) {
-			double t = now_s();
-			cu.MemcpyHtoDAsync(dev, pin, 4096, ss[k]);
-			EventRecord(evb, ss[k]);
-			EventSynchronize(evb);
-			v[i] = now_s() - t;
-		}
-		snprintf(name, sizeof(name), "async_%s_event_blocking_sync", sn[k]);
-		lat_report(name, v);
-		for (int i = 0; i < LAT_N; i++) {
-			double t = now_s();
-			cu.MemcpyHtoDAsync(dev, pageable, 4096, ss[k]);
-			cu.StreamSynchronize(ss[k]);
-			v[i] = now_s() - t;
-		}
-		snprintf(name, sizeof(name), "async_%s_pageable_streamsync", sn[k]);
-		lat_report(name, v);
-	}
 	/* Issue cost alone: how long the call takes before the copy is known done. */
-	for (int i = 0; i < LAT_N; i++) {
-		double t = now_s();
-		cu.MemcpyHtoDAsync(dev, pin, 4096, snb);
-		v[i] = now_s() - t;
-		cu.StreamSynchronize(snb);
-	}
-	lat_report("issue_only_async", v);
+	lat_run("issue_only_async", LAT_ISSUE, dev, pin, snb, NULL);
 	EventDestroy(ev);
 	EventDestroy(evb);
 	cu.StreamDestroy(sb);
