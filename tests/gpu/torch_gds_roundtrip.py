@@ -58,6 +58,14 @@ def main():
     dev = torch.device("cuda", 0)
     torch.manual_seed(1234)
 
+    def release(f):
+        """Deregisters the GdsFile's cuFile handle, where torch has the call."""
+        if hasattr(f, "deregister_handle"):
+            try:
+                f.deregister_handle()
+            except Exception as e:  # noqa: BLE001
+                print(f"  note: deregister_handle: {e!r}")
+
     def roundtrip(name, nbytes, flags, offset=0, register=False, dtype=torch.float32):
         path = os.path.join(args.dir, f"{name}.bin")
         try:
@@ -85,11 +93,7 @@ def main():
                 f.load_storage(s_dst, offset)
                 torch.cuda.synchronize()
             finally:
-                if hasattr(f, "deregister_handle"):
-                    try:
-                        f.deregister_handle()
-                    except Exception as e:  # noqa: BLE001
-                        print(f"  note: deregister_handle: {e!r}")
+                release(f)
                 del f
                 if register:
                     dereg_buf(s_src)
@@ -154,11 +158,7 @@ def main():
                     f.load_storage(t.untyped_storage(), o)
                 torch.cuda.synchronize()
             finally:
-                if hasattr(f, "deregister_handle"):
-                    try:
-                        f.deregister_handle()
-                    except Exception as e:  # noqa: BLE001
-                        print(f"  note: deregister_handle: {e!r}")
+                release(f)
                 del f
             bad = [i for i in range(count) if not torch.equal(srcs[i], dsts[i])]
             with open(path, "rb") as fh:
