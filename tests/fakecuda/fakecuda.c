@@ -26,12 +26,58 @@
  *   (tests/gpu/ptx_kernels.h), and cuLaunchKernel runs those on the stream
  *   in C: ocf_checksum (sum of buf[i] * (i % 251 + 1) added to *out) and
  *   ocf_spin (sleeps ns).  Anything else is CUDA_ERROR_NOT_SUPPORTED.
+ * - Driver lock model (on unless FAKECUDA_LOCK_MODEL=0 or
+ *   fakecuda_set_lock_model(0)).  The real driver serialises calls on a
+ *   per-context lock and some calls wait for the device holding it; a
+ *   library can deadlock there, and did on an H100 while this fake, with no
+ *   such lock, let every test pass.  Modelled:
+ *   . Each context has a reader/writer API lock, writer-preferring (a
+ *     thread waiting for the write side keeps new readers out), like the
+ *     glibc rwlock in the H100 hang stacks (I/O threads in
+ *     pthread_rwlock_rdlock under cuMemcpyHtoDAsync, the application in
+ *     pthread_rwlock_wrlock under cuLaunchHostFunc).  Own mutex + condvar,
+ *     not pthread_rwlock_t, so the preference does not depend on glibc.
+ *   . Read side: calls that queue stream work (cuMemcpy*Async,
+ *     cuMemsetD8Async, cuEventRecord, cuStreamWaitEvent, cuStreamWaitValue
+ *     and WriteValue, cuLaunchKernel, cuMemAllocAsync, cuMemFreeAsync), and
+ *     the synchronous cuMemcpy* and cuMemsetD8 while they queue only: they
+ *     wait for the legacy stream without it (api_pass).
+ *   . Write side: cuLaunchHostFunc, cuStreamAddCallback, cuStreamCreate*,
+ *     cuStreamDestroy, cuEventCreate, cuEventDestroy, cuMemAlloc,
+ *     cuMemAllocManaged, cuMemFree, cuMemHostAlloc, cuMemAllocHost,
+ *     cuMemFreeHost, cuMemHostRegister, cuMemHostUnregister,
+ *     cuModuleLoadData, cuModuleUnload, cuMemCreate, cuMemMap, cuMemUnmap.
+ *   . No lock: pointer queries, context calls, cuStreamQuery, cuEventQuery,
+ *     the synchronisations, device queries (in the probe, pointer queries,
+ *     context push/pop and event queries went through while the lock was
+ *     held, and the synchronisations waited without keeping anyone out).
+ *   . The lock is the stream's context's for calls on a stream (the
+ *     current context's on the legacy stream), the allocation's context's
+ *     for the frees, else the current context's (none: no lock).
+ *   . Waits under the write side: cuMemFree, cuMemFreeHost,
+ *     cuMemHostUnregister and cuModuleLoadData until every stream of the
+ *     context is idle (wait_streams_idle: tests/gpu/probe_driver_waits.c on
+ *     an H100, S=nonblock rows); cuStreamCreate* and cuEventCreate while a
+ *     stream of the context is stopped at an unsatisfied wait-value
+ *     (wait_while_stream_blocked: two hangs on an H100); cuMemHostRegister's
+ *     FAKECUDA_PIN_SYNCS wait (an H200).  cuMemAlloc and cuMemHostAlloc do
+ *     not wait (measured).
+ *   . Stream workers, the "GPU", never take the lock: device progress never
+ *     depends on it.  Host functions run on them as before.
+ *   fakecuda_lock_report() lists holders and waiters (thread id, entry
+ *   point, side, what a holder waits for) and streams with work not done; a
+ *   model wait longer than FAKECUDA_LOCK_STALL_S (10) seconds prints it to
+ *   stderr once.  tests/gpu/probe_driver_waits.c linked to this library
+ *   reproduces the H100 probe's S=nonblock rows, except that here
+ *   cuStreamCreate and cuEventCreate always wait (so does its
+ *   copies-on-64-streams case, which creates events).
  */
 #define _GNU_SOURCE
 #include "fakecuda.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,6 +85,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +104,12 @@
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static atomic_int g_cfg_ndev = 2;
 static atomic_uint g_delay_us = 0;
+static atomic_int g_lock_model = 1; /* the driver lock model (below) is on */
+static atomic_uint g_stall_s = 10;  /* report a lock-model wait this long (0: never) */
+
+static void lk_atfork_prepare(void);
+static void lk_atfork_parent(void);
+static void lk_atfork_child(void);
 
 static void env_init(void)
 {
@@ -66,6 +119,13 @@ static void env_init(void)
 	s = getenv("FAKECUDA_STREAM_DELAY_US");
 	if (s && *s)
 		atomic_store(&g_delay_us, (unsigned)strtoul(s, NULL, 10));
+	s = getenv("FAKECUDA_LOCK_MODEL");
+	if (s && *s)
+		atomic_store(&g_lock_model, *s != '0');
+	s = getenv("FAKECUDA_LOCK_STALL_S");
+	if (s && *s)
+		atomic_store(&g_stall_s, (unsigned)strtoul(s, NULL, 10));
+	pthread_atfork(lk_atfork_prepare, lk_atfork_parent, lk_atfork_child);
 }
 
 FC_EXPORT void fakecuda_set_device_count(int n)
@@ -78,6 +138,12 @@ FC_EXPORT void fakecuda_set_stream_delay_us(unsigned us)
 {
 	pthread_once(&env_once, env_init);
 	atomic_store(&g_delay_us, us);
+}
+
+FC_EXPORT void fakecuda_set_lock_model(int on)
+{
+	pthread_once(&env_once, env_init);
+	atomic_store(&g_lock_model, on != 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -99,6 +165,8 @@ struct fc_fn {
 /* Set by fc_enter when a deferred rule hits this call: the operation the
  * call enqueues is accepted but fails when its stream runs it. */
 static __thread CUresult fc_deferred;
+/* The entry point this thread is in (its counted name), for the lock report. */
+static __thread const char *tls_entry;
 
 static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fc_fn fn_tab[FC_MAX_FN];
@@ -120,6 +188,7 @@ static CUresult fc_enter(struct fc_fn **slot, const char *name)
 {
 	CUresult r = CUDA_SUCCESS;
 	fc_deferred = CUDA_SUCCESS;
+	tls_entry = name;
 	pthread_mutex_lock(&fault_mu);
 	if (!*slot)
 		*slot = fn_find_locked(name, true);
@@ -219,12 +288,21 @@ static atomic_int g_inited;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int g_ndev;
 
+/* A context's API lock (the driver lock model, below); under g_lk_mu. */
+struct fc_apilock {
+	int readers;	     /* threads holding the read side */
+	bool writer;	     /* a thread holds the write side */
+	int writers_waiting; /* threads waiting for the write side */
+};
+
 struct CUctx_st {
 	int device;
 	bool primary;
 	int refs;	       /* primary: retain count */
 	bool alive;	       /* created: not destroyed */
 	struct CUctx_st *next; /* list of created contexts (kept forever) */
+	struct fc_apilock lk;
+	uint64_t legacy_enq; /* legacy stream enqueue count after this context's last op (its mu) */
 };
 
 static struct CUctx_st g_primary[FC_MAX_DEV];
@@ -282,9 +360,224 @@ static CUresult cur_ctx(CUcontext *out)
 			return nc_r_;                                                                        \
 	} while (0)
 
+/* The current context for the lock model, NULL if none (no lock then). */
+static CUcontext cur_ctx_or_null(void)
+{
+	CUcontext c = NULL;
+	return cur_ctx(&c) == CUDA_SUCCESS ? c : NULL;
+}
+
 static bool dev_valid(CUdevice d)
 {
 	return d >= 0 && d < atomic_load(&g_ndev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Driver lock model: the per-context API lock                         */
+/* ------------------------------------------------------------------ */
+
+/* See DESIGN.  g_lk_mu protects every context's fc_apilock and the list of
+ * lock records; g_lk_cv is broadcast whenever a side is released.  Stream
+ * workers (the "GPU") never come here. */
+static pthread_mutex_t g_lk_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_lk_cv = PTHREAD_COND_INITIALIZER;
+
+enum lk_mode { LK_READ, LK_WRITE };
+
+/* What one thread does with an API lock: one per thread, linked into
+ * g_lk_recs while it waits for or holds a side (ctx != NULL), written only
+ * under g_lk_mu from then on.  A call holds at most one side of one lock. */
+struct lk_rec {
+	struct lk_rec *next, *prev;
+	pid_t tid;
+	const char *entry; /* the entry point */
+	CUcontext ctx;
+	enum lk_mode mode;
+	bool holding;	       /* false: waiting for the side */
+	struct timespec since; /* when it started waiting, or took the side */
+	const char *doing;     /* holding: what it waits for meanwhile, or NULL */
+	struct timespec doing_since;
+};
+static struct lk_rec *g_lk_recs;
+static __thread struct lk_rec tls_lk;
+
+static struct timespec mono_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static double secs_since(const struct timespec *t)
+{
+	struct timespec n = mono_now();
+	return (double)(n.tv_sec - t->tv_sec) + (double)(n.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* A wait of the model that lasts FAKECUDA_LOCK_STALL_S seconds (10 by
+ * default) prints the lock report to stderr, once per process, so a test
+ * that hangs in the model says where even without a watchdog of its own.
+ * Callers hold no lock of the fake. */
+static atomic_int g_stall_reported;
+
+static bool stall_due(const struct timespec *since)
+{
+	unsigned lim = atomic_load(&g_stall_s);
+	return lim && !atomic_load(&g_stall_reported) && secs_since(since) >= lim;
+}
+
+static void stall_report(void)
+{
+	static char buf[1 << 16];
+	if (atomic_exchange(&g_stall_reported, 1))
+		return;
+	fakecuda_lock_report(buf, sizeof(buf));
+	dprintf(2,
+		"fakecuda: a call has waited %u s in the driver lock model (off: FAKECUDA_LOCK_MODEL=0)\n%s",
+		atomic_load(&g_stall_s), buf);
+}
+
+static void lk_link(struct lk_rec *r)
+{
+	r->prev = NULL;
+	r->next = g_lk_recs;
+	if (g_lk_recs)
+		g_lk_recs->prev = r;
+	g_lk_recs = r;
+}
+
+static void lk_unlink(struct lk_rec *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		g_lk_recs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+}
+
+/* Takes one side of c's API lock for the rest of the call (api_unlock).
+ * Writer-preferring, like the driver's: a thread waiting for the write side
+ * keeps new readers out.  Nothing when the model is off or c is NULL. */
+static void api_lock(CUcontext c, enum lk_mode m)
+{
+	if (!c || !atomic_load(&g_lock_model))
+		return;
+	struct lk_rec *r = &tls_lk;
+	if (r->ctx) {
+		fprintf(stderr, "fakecuda: %s takes the API lock again (held by %s)\n", tls_entry, r->entry);
+		abort();
+	}
+	struct fc_apilock *l = &c->lk;
+	pthread_mutex_lock(&g_lk_mu);
+	r->tid = (pid_t)syscall(SYS_gettid);
+	r->entry = tls_entry;
+	r->ctx = c;
+	r->mode = m;
+	r->holding = false;
+	r->doing = NULL;
+	r->since = mono_now();
+	lk_link(r);
+	if (m == LK_WRITE)
+		l->writers_waiting++;
+	while (l->writer || (m == LK_READ ? l->writers_waiting > 0 : l->readers > 0)) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += 1;
+		pthread_cond_timedwait(&g_lk_cv, &g_lk_mu, &dl);
+		if (stall_due(&r->since)) {
+			pthread_mutex_unlock(&g_lk_mu);
+			stall_report();
+			pthread_mutex_lock(&g_lk_mu);
+		}
+	}
+	if (m == LK_WRITE) {
+		l->writers_waiting--;
+		l->writer = true;
+	} else {
+		l->readers++;
+	}
+	r->holding = true;
+	r->since = mono_now();
+	pthread_mutex_unlock(&g_lk_mu);
+}
+
+/* Releases what api_lock took (nothing if it took nothing). */
+static void api_unlock(void)
+{
+	struct lk_rec *r = &tls_lk;
+	if (!r->ctx)
+		return;
+	pthread_mutex_lock(&g_lk_mu);
+	if (r->mode == LK_WRITE)
+		r->ctx->lk.writer = false;
+	else
+		r->ctx->lk.readers--;
+	lk_unlink(r);
+	r->ctx = NULL;
+	pthread_cond_broadcast(&g_lk_cv);
+	pthread_mutex_unlock(&g_lk_mu);
+}
+
+/* The read side for a moment: a synchronous call queues its work under it
+ * and waits for its stream without it. */
+static void api_pass(CUcontext c)
+{
+	api_lock(c, LK_READ);
+	api_unlock();
+}
+
+/* Does this call hold the write side (so the model is on for it)? */
+static bool api_write_held(void)
+{
+	return tls_lk.ctx && tls_lk.mode == LK_WRITE;
+}
+
+FC_EXPORT int fakecuda_lock_take(CUcontext ctx, int write)
+{
+	if (!ctx || !atomic_load(&g_lock_model) || tls_lk.ctx)
+		return -1;
+	tls_entry = "fakecuda_lock_take";
+	api_lock(ctx, write ? LK_WRITE : LK_READ);
+	return 0;
+}
+
+FC_EXPORT void fakecuda_lock_release(void)
+{
+	api_unlock();
+}
+
+/* For the report: what the write side's holder waits for (NULL: nothing). */
+static void lk_doing(const char *what)
+{
+	pthread_mutex_lock(&g_lk_mu);
+	tls_lk.doing = what;
+	tls_lk.doing_since = mono_now();
+	pthread_mutex_unlock(&g_lk_mu);
+}
+
+/* fork: the child has only the forking thread, which holds no API lock. */
+static void lk_atfork_prepare(void)
+{
+	pthread_mutex_lock(&g_lk_mu);
+}
+
+static void lk_atfork_parent(void)
+{
+	pthread_mutex_unlock(&g_lk_mu);
+}
+
+static void lk_atfork_child(void)
+{
+	static const pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
+	for (int i = 0; i < FC_MAX_DEV; i++)
+		memset(&g_primary[i].lk, 0, sizeof(g_primary[i].lk));
+	for (struct CUctx_st *c = g_created; c; c = c->next)
+		memset(&c->lk, 0, sizeof(c->lk));
+	g_lk_recs = NULL;
+	tls_lk.ctx = NULL;
+	g_lk_cv = fresh;
+	pthread_mutex_unlock(&g_lk_mu);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1262,6 +1555,7 @@ struct fc_op {
 	uint64_t gen;
 	CUdeviceptr ptr;
 	CUresult fail; /* a deferred failure: the copy does not happen */
+	CUcontext ctx; /* the context it was queued in (the legacy stream serves them all) */
 };
 
 struct CUstream_st {
@@ -1273,6 +1567,8 @@ struct CUstream_st {
 	bool is_default;
 	long delay_us; /* this stream's delay before each operation; < 0: the global one */
 	CUresult err; /* a failed operation's error, until a stream sync reports it */
+	struct fc_op *cur; /* the operation the worker has taken, until it is done */
+	struct timespec cur_since;
 	int refs; /* under g_mu */
 	CUcontext ctx;
 	unsigned flags;
@@ -1287,6 +1583,7 @@ struct CUevent_st {
 	uint64_t rec_gen, done_gen;
 	CUresult done_err; /* the stream's error when the last record completed */
 	struct timespec t;
+	CUcontext ctx; /* where it was created */
 	int refs; /* under g_mu */
 	struct CUevent_st *next;
 };
@@ -1342,6 +1639,22 @@ static bool wait_cond_holds(uint64_t cur, uint64_t val, unsigned flags, bool is6
 	}
 }
 
+static bool is_wait_op(const struct fc_op *op)
+{
+	return op->kind == OP_WAIT32 || op->kind == OP_WAIT64;
+}
+
+static uint64_t wait_op_word(const struct fc_op *op)
+{
+	return op->kind == OP_WAIT32 ? __atomic_load_n((uint32_t *)op->dst, __ATOMIC_ACQUIRE)
+				     : __atomic_load_n((uint64_t *)op->dst, __ATOMIC_ACQUIRE);
+}
+
+static bool wait_op_holds(const struct fc_op *op)
+{
+	return wait_cond_holds(wait_op_word(op), op->val, op->flags, op->kind == OP_WAIT64);
+}
+
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
 	if (op->fail && (op->kind == OP_COPY || op->kind == OP_MEMSET)) {
@@ -1365,14 +1678,8 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		break;
 	case OP_WAIT32:
 	case OP_WAIT64:
-		for (;;) {
-			uint64_t cur = op->kind == OP_WAIT32
-					   ? __atomic_load_n((uint32_t *)op->dst, __ATOMIC_ACQUIRE)
-					   : __atomic_load_n((uint64_t *)op->dst, __ATOMIC_ACQUIRE);
-			if (wait_cond_holds(cur, op->val, op->flags, op->kind == OP_WAIT64))
-				break;
+		while (!wait_op_holds(op))
 			sleep_us(20);
-		}
 		break;
 	case OP_WRITE32:
 		__atomic_store_n((uint32_t *)op->dst, (uint32_t)op->val, __ATOMIC_RELEASE);
@@ -1451,6 +1758,8 @@ static void *stream_worker(void *arg)
 		s->head = op->next;
 		if (!s->head)
 			s->tail = NULL;
+		s->cur = op;
+		s->cur_since = mono_now();
 		pthread_mutex_unlock(&s->mu);
 
 		long own = __atomic_load_n(&s->delay_us, __ATOMIC_RELAXED);
@@ -1458,12 +1767,13 @@ static void *stream_worker(void *arg)
 		if (d)
 			sleep_us(d);
 		op_run(s, op);
-		free(op);
 
 		pthread_mutex_lock(&s->mu);
+		s->cur = NULL;
 		s->done++;
 		pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
+		free(op);
 	}
 	stream_put(s);
 	return NULL;
@@ -1552,6 +1862,8 @@ static void stream_push(struct CUstream_st *s, struct fc_op *op)
 		s->head = op;
 	s->tail = op;
 	s->enq++;
+	if (s->is_default && op->ctx)
+		op->ctx->legacy_enq = s->enq;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -1583,24 +1895,41 @@ static bool is_blocking(const struct CUstream_st *s)
 	return !s->is_default && !(s->flags & CU_STREAM_NON_BLOCKING);
 }
 
-/* Blocking streams of ctx (NULL: every context), each with a reference;
- * the caller puts them and frees the array.  *n = 0 when none (or OOM). */
-static struct CUstream_st **blocking_streams(CUcontext ctx, size_t *n)
+/* Created streams of ctx (NULL: every context), only the blocking ones if
+ * blocking_only, each with a reference; the caller puts them and frees the
+ * array.  *n = 0 when none (or OOM). */
+static struct CUstream_st **streams_of(CUcontext ctx, bool blocking_only, size_t *n)
 {
 	pthread_mutex_lock(&g_mu);
 	size_t k = 0;
 	for (struct CUstream_st *t = g_streams; t; t = t->next)
-		k += is_blocking(t) && (!ctx || t->ctx == ctx);
+		k += (!blocking_only || is_blocking(t)) && (!ctx || t->ctx == ctx);
 	struct CUstream_st **v = k ? malloc(k * sizeof(*v)) : NULL;
 	*n = 0;
 	if (v)
 		for (struct CUstream_st *t = g_streams; t; t = t->next)
-			if (is_blocking(t) && (!ctx || t->ctx == ctx)) {
+			if ((!blocking_only || is_blocking(t)) && (!ctx || t->ctx == ctx)) {
 				t->refs++;
 				v[(*n)++] = t;
 			}
 	pthread_mutex_unlock(&g_mu);
 	return v;
+}
+
+static struct CUstream_st **blocking_streams(CUcontext ctx, size_t *n)
+{
+	return streams_of(ctx, true, n);
+}
+
+/* The legacy stream with a reference, or NULL if it was never used. */
+static struct CUstream_st *default_stream_ref(void)
+{
+	pthread_mutex_lock(&g_mu);
+	struct CUstream_st *d = g_default;
+	if (d)
+		d->refs++;
+	pthread_mutex_unlock(&g_mu);
+	return d;
 }
 
 /* Caller holds g_order_mu.  Makes s wait for what is queued on t now. */
@@ -1636,11 +1965,7 @@ static void implicit_barriers(struct CUstream_st *s, CUcontext ctx)
 		}
 		free(v);
 	} else if (is_blocking(s)) {
-		pthread_mutex_lock(&g_mu);
-		struct CUstream_st *d = g_default;
-		if (d)
-			d->refs++;
-		pthread_mutex_unlock(&g_mu);
+		struct CUstream_st *d = default_stream_ref();
 		if (d) {
 			push_barrier(s, d);
 			stream_put(d);
@@ -1664,11 +1989,7 @@ static void drain_default(void)
 {
 	CUcontext c = NULL;
 	cur_ctx(&c);
-	pthread_mutex_lock(&g_mu);
-	struct CUstream_st *s = g_default;
-	if (s)
-		s->refs++;
-	pthread_mutex_unlock(&g_mu);
+	struct CUstream_st *s = default_stream_ref();
 	size_t n;
 	struct CUstream_st **v = blocking_streams(c, &n);
 	for (size_t i = 0; i < n; i++) {
@@ -1682,8 +2003,9 @@ static void drain_default(void)
 	}
 }
 
-/* Enqueues a copy of op on stream h. */
-static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
+/* Enqueues a copy of op on stream h, holding side m of the stream's
+ * context's API lock (the current context's for the legacy stream). */
+static CUresult enqueue(CUstream h, const struct fc_op *tmpl, enum lk_mode m)
 {
 	struct CUstream_st *s;
 	CUcontext ctx = NULL;
@@ -1697,13 +2019,269 @@ static CUresult enqueue(CUstream h, const struct fc_op *tmpl)
 	}
 	*op = *tmpl;
 	op->fail = fc_deferred;
+	op->ctx = ctx;
 	fc_deferred = CUDA_SUCCESS;
+	api_lock(ctx, m);
 	pthread_mutex_lock(&g_order_mu);
 	implicit_barriers(s, ctx);
 	stream_push(s, op);
 	pthread_mutex_unlock(&g_order_mu);
+	api_unlock();
 	stream_put(s);
 	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Driver lock model: what some calls wait for under the write side     */
+/* ------------------------------------------------------------------ */
+
+/* Waits until s has done `target` operations; reports a stall. */
+static void stream_wait_done(struct CUstream_st *s, uint64_t target, const struct timespec *since)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->done < target) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += 1;
+		pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+		if (stall_due(since)) {
+			pthread_mutex_unlock(&s->mu);
+			stall_report();
+			pthread_mutex_lock(&s->mu);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * Observed with tests/gpu/probe_driver_waits.c (H100, driver 580.159,
+ * CUDA 13.0, the S=nonblock rows): while a non-blocking stream of the
+ * context waits in cuStreamWaitValue32 for a word nobody writes yet,
+ * cuMemFree, cuMemFreeHost, cuMemHostUnregister and cuModuleLoadData do
+ * not return until the word is written, and meanwhile asynchronous copies,
+ * event records, cuLaunchHostFunc and synchronous copies of other threads
+ * do not return either: the call waits for the device to go idle holding
+ * the lock those take.  Here: every created stream of c, and the legacy
+ * stream up to c's last operation on it, run dry while this call holds the
+ * write side.
+ */
+static void wait_streams_idle(CUcontext c)
+{
+	if (!api_write_held())
+		return;
+	lk_doing("waits until every stream of its context is idle");
+	struct timespec t0 = mono_now();
+	size_t n;
+	struct CUstream_st **v = streams_of(c, false, &n);
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&v[i]->mu);
+		uint64_t target = v[i]->enq;
+		pthread_mutex_unlock(&v[i]->mu);
+		stream_wait_done(v[i], target, &t0);
+		stream_put(v[i]);
+	}
+	free(v);
+	struct CUstream_st *d = default_stream_ref();
+	if (d) {
+		pthread_mutex_lock(&d->mu);
+		uint64_t target = c->legacy_enq;
+		pthread_mutex_unlock(&d->mu);
+		stream_wait_done(d, target, &t0);
+		stream_put(d);
+	}
+	lk_doing(NULL);
+}
+
+/* Is s (of context c) stopped at a stream wait-value whose condition does
+ * not hold?  A wait that is next in line counts before the worker has taken
+ * it: on a GPU a stream reaches it at once. */
+static bool stream_blocked_in_wait(struct CUstream_st *s, CUcontext c)
+{
+	pthread_mutex_lock(&s->mu);
+	const struct fc_op *op = s->cur ? s->cur : s->head;
+	bool b = op && is_wait_op(op) && (!s->is_default || op->ctx == c) && !wait_op_holds(op);
+	pthread_mutex_unlock(&s->mu);
+	return b;
+}
+
+/*
+ * Observed in two hangs on an H100 (driver 580.159, CUDA 13.0; stacks in
+ * shared/evidence/gpu-hang-stream-lane-create.txt and the ovl3 hang of
+ * d81c512): a library thread sat in cuStreamCreate while an application
+ * stream of the same context was blocked in a stream wait for the
+ * library's I/O, the I/O threads sat in cuMemcpyHtoDAsync on the driver's
+ * reader/writer lock (read side) and the application thread in
+ * cuLaunchHostFunc (write side).  The probe did not catch cuStreamCreate
+ * waiting, so the driver does not always wait; the model always does, and
+ * cuEventCreate likewise: while this call holds the write side, it waits as
+ * long as any stream of c is stopped at an unsatisfied wait-value.
+ */
+static void wait_while_stream_blocked(CUcontext c)
+{
+	if (!api_write_held())
+		return;
+	struct timespec t0 = mono_now();
+	bool noted = false;
+	for (;;) {
+		size_t n;
+		bool blocked = false;
+		struct CUstream_st **v = streams_of(c, false, &n);
+		for (size_t i = 0; i < n; i++) {
+			blocked = blocked || stream_blocked_in_wait(v[i], c);
+			stream_put(v[i]);
+		}
+		free(v);
+		struct CUstream_st *d = default_stream_ref();
+		if (d) {
+			blocked = blocked || stream_blocked_in_wait(d, c);
+			stream_put(d);
+		}
+		if (!blocked)
+			break;
+		if (!noted) {
+			lk_doing("waits while a stream of its context is blocked in a stream wait-value");
+			noted = true;
+		}
+		sleep_us(100);
+		if (stall_due(&t0))
+			stall_report();
+	}
+	if (noted)
+		lk_doing(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Driver lock model: the report                                        */
+/* ------------------------------------------------------------------ */
+
+struct sbuf {
+	char *p;
+	size_t len, n; /* n: what the whole text needs */
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t room = b->n < b->len ? b->len - b->n : 0;
+	int k = vsnprintf(room ? b->p + b->n : NULL, room, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		b->n += (size_t)k;
+}
+
+/* Takes m, giving up after about `ms` milliseconds (the report may run in a
+ * watchdog's signal handler, on a thread that holds m). */
+static bool lock_bounded(pthread_mutex_t *m, int ms)
+{
+	for (int i = 0; i <= ms; i++) {
+		if (pthread_mutex_trylock(m) == 0)
+			return true;
+		sleep_us(1000);
+	}
+	return false;
+}
+
+static const char *const op_names[] = {
+    [OP_COPY] = "copy",
+    [OP_MEMSET] = "memset",
+    [OP_HOSTFN] = "host function",
+    [OP_CALLBACK] = "stream callback",
+    [OP_WAIT32] = "wait-value 32",
+    [OP_WAIT64] = "wait-value 64",
+    [OP_WRITE32] = "write-value 32",
+    [OP_WRITE64] = "write-value 64",
+    [OP_EVREC] = "event record",
+    [OP_EVWAIT] = "event wait",
+    [OP_FREE] = "stream-ordered free",
+    [OP_STREAMWAIT] = "legacy-stream barrier",
+    [OP_CHECKSUM] = "kernel ocf_checksum",
+    [OP_SPIN] = "kernel ocf_spin",
+};
+
+static void report_ctx_locked(struct sbuf *b, CUcontext c)
+{
+	const struct fc_apilock *l = &c->lk;
+	sb_printf(b, "context %p (device %d%s): %s, %d reader(s), %d writer(s) waiting\n", (void *)c,
+		  c->device, c->primary ? ", primary" : "", l->writer ? "write side held" : "write side free",
+		  l->readers, l->writers_waiting);
+	for (int pass = 0; pass < 2; pass++)
+		for (const struct lk_rec *r = g_lk_recs; r; r = r->next) {
+			if (r->ctx != c || r->holding != (pass == 0))
+				continue;
+			const char *side = r->mode == LK_WRITE ? "write" : "read";
+			sb_printf(b, "  tid %d in %s: %s the %s side for %.1f s", (int)r->tid, r->entry,
+				  r->holding ? "holds" : "waits for", side, secs_since(&r->since));
+			if (r->holding && r->doing)
+				sb_printf(b, "; %s (%.1f s)", r->doing, secs_since(&r->doing_since));
+			sb_printf(b, "\n");
+		}
+}
+
+static void report_stream_locked(struct sbuf *b, struct CUstream_st *s)
+{
+	if (!lock_bounded(&s->mu, 20)) {
+		sb_printf(b, "stream %p: busy\n", (void *)s);
+		return;
+	}
+	const struct fc_op *op = s->cur;
+	if (op || s->head) {
+		if (s->is_default)
+			sb_printf(b, "legacy stream");
+		else
+			sb_printf(b, "stream %p (device %d, %s)", (void *)s, s->ctx->device,
+				  is_blocking(s) ? "blocking" : "non-blocking");
+		sb_printf(b, ": %llu operation(s) not done", (unsigned long long)(s->enq - s->done));
+		if (op && is_wait_op(op)) {
+			uint64_t w = wait_op_word(op);
+			bool holds = wait_cond_holds(w, op->val, op->flags, op->kind == OP_WAIT64);
+			static const char *const cmp[] = {"GEQ", "EQ", "AND", "NOR"};
+			sb_printf(b, "; at a %s for %.1f s: word %p is %llu, waits %s %llu%s",
+				  op_names[op->kind], secs_since(&s->cur_since), op->dst,
+				  (unsigned long long)w, cmp[op->flags & 3], (unsigned long long)op->val,
+				  holds ? " (now holds)" : "");
+		} else if (op) {
+			sb_printf(b, "; at a %s for %.1f s", op_names[op->kind], secs_since(&s->cur_since));
+		}
+		sb_printf(b, "\n");
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+FC_EXPORT size_t fakecuda_lock_report(char *buf, size_t len)
+{
+	struct sbuf b = {buf, len, 0};
+	if (len)
+		buf[0] = '\0';
+	sb_printf(&b, "fakecuda driver lock model: %s\n", atomic_load(&g_lock_model) ? "on" : "off");
+	if (!lock_bounded(&g_lk_mu, 200)) {
+		sb_printf(&b, "(lock state busy)\n");
+	} else {
+		CUcontext seen[64];
+		size_t ns = 0;
+		for (const struct lk_rec *r = g_lk_recs; r; r = r->next) {
+			size_t i = 0;
+			while (i < ns && seen[i] != r->ctx)
+				i++;
+			if (i == ns && ns < sizeof(seen) / sizeof(seen[0]))
+				seen[ns++] = r->ctx;
+		}
+		for (size_t i = 0; i < ns; i++)
+			report_ctx_locked(&b, seen[i]);
+		if (!ns)
+			sb_printf(&b, "no thread holds or waits for an API lock\n");
+		pthread_mutex_unlock(&g_lk_mu);
+	}
+	if (!lock_bounded(&g_mu, 200)) {
+		sb_printf(&b, "(stream registry busy)\n");
+	} else {
+		for (struct CUstream_st *s = g_streams; s; s = s->next)
+			report_stream_locked(&b, s);
+		if (g_default)
+			report_stream_locked(&b, g_default);
+		pthread_mutex_unlock(&g_mu);
+	}
+	return b.n;
 }
 
 static CUresult stream_create_common(CUstream *ph, unsigned flags, int prio)
@@ -1713,16 +2291,19 @@ static CUresult stream_create_common(CUstream *ph, unsigned flags, int prio)
 	if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)
 		return CUDA_ERROR_INVALID_VALUE;
 	NEED_CTX(c);
+	api_lock(c, LK_WRITE);
+	wait_while_stream_blocked(c);
 	struct CUstream_st *s = stream_new(c, flags, prio, false);
-	if (!s)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	pthread_mutex_lock(&g_mu);
-	s->next = g_streams;
-	g_streams = s;
-	g_nstreams++;
-	pthread_mutex_unlock(&g_mu);
-	*ph = s;
-	return CUDA_SUCCESS;
+	if (s) {
+		pthread_mutex_lock(&g_mu);
+		s->next = g_streams;
+		g_streams = s;
+		g_nstreams++;
+		pthread_mutex_unlock(&g_mu);
+		*ph = s;
+	}
+	api_unlock();
+	return s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *phStream, unsigned int Flags)
@@ -1746,6 +2327,11 @@ FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 	ENTER();
 	if (is_default_handle(hStream))
 		return CUDA_ERROR_INVALID_HANDLE;
+	struct CUstream_st *ref;
+	CUcontext sc = NULL;
+	if (stream_get(hStream, &ref, &sc) != CUDA_SUCCESS)
+		return CUDA_ERROR_INVALID_HANDLE;
+	api_lock(sc, LK_WRITE);
 	pthread_mutex_lock(&g_mu);
 	struct CUstream_st **pp;
 	for (pp = &g_streams; *pp; pp = &(*pp)->next)
@@ -1757,14 +2343,16 @@ FC_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 		g_nstreams--;
 	}
 	pthread_mutex_unlock(&g_mu);
-	if (!s)
-		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&s->mu);
-	s->dying = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	stream_put(s);
-	return CUDA_SUCCESS;
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		s->dying = true;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		stream_put(s);
+	}
+	api_unlock();
+	stream_put(ref);
+	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 FC_EXPORT int fakecuda_set_stream_delay_us_for(CUstream h, long us)
@@ -1880,19 +2468,22 @@ FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
 		return CUDA_ERROR_INVALID_VALUE;
 	NEED_CTX(c);
-	(void)c;
 	struct CUevent_st *e = calloc(1, sizeof(*e));
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	e->flags = Flags;
+	e->ctx = c;
 	e->refs = 1;
+	api_lock(c, LK_WRITE);
+	wait_while_stream_blocked(c);
 	pthread_mutex_lock(&g_mu);
 	e->next = g_events;
 	g_events = e;
 	g_nevents++;
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	*phEvent = e;
 	return CUDA_SUCCESS;
 }
@@ -1900,6 +2491,10 @@ FC_EXPORT CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
 {
 	ENTER();
+	struct CUevent_st *ref;
+	if (event_get(hEvent, &ref) != CUDA_SUCCESS)
+		return CUDA_ERROR_INVALID_HANDLE;
+	api_lock(ref->ctx, LK_WRITE);
 	pthread_mutex_lock(&g_mu);
 	struct CUevent_st **pp;
 	for (pp = &g_events; *pp; pp = &(*pp)->next)
@@ -1911,10 +2506,11 @@ FC_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
 		g_nevents--;
 	}
 	pthread_mutex_unlock(&g_mu);
-	if (!e)
-		return CUDA_ERROR_INVALID_HANDLE;
-	event_put(e);
-	return CUDA_SUCCESS;
+	if (e)
+		event_put(e);
+	api_unlock();
+	event_put(ref);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
@@ -1925,7 +2521,8 @@ FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct CUstream_st *s;
-	r = stream_get(hStream, &s, NULL);
+	CUcontext sc = NULL;
+	r = stream_get(hStream, &s, &sc);
 	if (r != CUDA_SUCCESS) {
 		event_put(e);
 		return r;
@@ -1938,11 +2535,14 @@ FC_EXPORT CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
 	}
 	op->kind = OP_EVREC;
 	op->ev = e; /* the op owns the reference taken by event_get */
+	op->ctx = sc;
+	api_lock(sc, LK_READ);
 	pthread_mutex_lock(&e->mu);
 	op->gen = ++e->rec_gen;
 	/* Push while holding e->mu so generations reach streams in order. */
 	stream_push(s, op);
 	pthread_mutex_unlock(&e->mu);
+	api_unlock();
 	stream_put(s);
 	return CUDA_SUCCESS;
 }
@@ -1957,18 +2557,11 @@ FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, u
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct CUstream_st *s;
-	r = stream_get(hStream, &s, NULL);
+	CUcontext sc = NULL;
+	r = stream_get(hStream, &s, &sc);
 	if (r != CUDA_SUCCESS) {
 		event_put(e);
 		return r;
-	}
-	pthread_mutex_lock(&e->mu);
-	uint64_t gen = e->rec_gen;
-	pthread_mutex_unlock(&e->mu);
-	if (gen == 0) {
-		stream_put(s);
-		event_put(e);
-		return CUDA_SUCCESS;
 	}
 	struct fc_op *op = calloc(1, sizeof(*op));
 	if (!op) {
@@ -1976,10 +2569,21 @@ FC_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, u
 		event_put(e);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	op->kind = OP_EVWAIT;
-	op->ev = e;
-	op->gen = gen;
-	stream_push(s, op);
+	api_lock(sc, LK_READ);
+	pthread_mutex_lock(&e->mu);
+	uint64_t gen = e->rec_gen;
+	pthread_mutex_unlock(&e->mu);
+	if (gen == 0) {
+		free(op);
+		event_put(e);
+	} else {
+		op->kind = OP_EVWAIT;
+		op->ev = e;
+		op->gen = gen;
+		op->ctx = sc;
+		stream_push(s, op);
+	}
+	api_unlock();
 	stream_put(s);
 	return CUDA_SUCCESS;
 }
@@ -2059,7 +2663,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void 
 	if (!fn)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_op op = {.kind = OP_HOSTFN, .fn = fn, .ud = userData};
-	return enqueue(hStream, &op);
+	return enqueue(hStream, &op, LK_WRITE);
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
@@ -2069,7 +2673,7 @@ FC_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCallbac
 	if (!callback || flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_op op = {.kind = OP_CALLBACK, .cb = callback, .ud = userData};
-	return enqueue(hStream, &op);
+	return enqueue(hStream, &op, LK_WRITE);
 }
 
 /* Memory operations address either device memory or pinned/registered host
@@ -2091,7 +2695,7 @@ static CUresult wait_value(CUstream s, CUdeviceptr addr, uint64_t value, unsigne
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct fc_op op = {.kind = is64 ? OP_WAIT64 : OP_WAIT32, .dst = p, .val = value, .flags = flags};
-	return enqueue(s, &op);
+	return enqueue(s, &op, LK_READ);
 }
 
 static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags, bool is64)
@@ -2103,7 +2707,7 @@ static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t value, unsign
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct fc_op op = {.kind = is64 ? OP_WRITE64 : OP_WRITE32, .dst = p, .val = value};
-	return enqueue(s, &op);
+	return enqueue(s, &op, LK_READ);
 }
 
 FC_EXPORT CUresult CUDAAPI cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
@@ -2165,11 +2769,16 @@ static CUresult dev_alloc(CUdeviceptr *dptr, size_t size, enum fc_kind kind, CUc
 	return CUDA_SUCCESS;
 }
 
+/* cuMemAlloc and cuMemHostAlloc take the write side but wait for nothing:
+ * both returned at once in the probe (H100, S=nonblock rows). */
 FC_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
 	ENTER();
 	NEED_CTX(c);
-	return dev_alloc(dptr, bytesize, FK_DEVICE, c, c->device);
+	api_lock(c, LK_WRITE);
+	CUresult r = dev_alloc(dptr, bytesize, FK_DEVICE, c, c->device);
+	api_unlock();
+	return r;
 }
 
 static CUresult host_alloc(void **pp, size_t size, enum fc_kind kind, CUcontext c)
@@ -2199,7 +2808,9 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
 		return CUDA_ERROR_INVALID_VALUE;
 	void *p = NULL;
+	api_lock(c, LK_WRITE);
 	CUresult r = host_alloc(dptr ? &p : NULL, bytesize, FK_MANAGED, c);
+	api_unlock();
 	if (r == CUDA_SUCCESS)
 		*dptr = (CUdeviceptr)(uintptr_t)p;
 	return r;
@@ -2208,29 +2819,28 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 /* FAKECUDA_PIN_SYNCS=1: cuMemHostRegister first waits until every stream
  * has drained, as the real driver was seen to do on an H200 (its
  * cuMemHostAlloc does not): a library that registers memory while an
- * application stream waits for its I/O then deadlocks here too. */
+ * application stream waits for its I/O then deadlocks here too.  With the
+ * lock model on it waits holding the write side of its context. */
 static void pin_syncs_device(void)
 {
 	const char *e = getenv("FAKECUDA_PIN_SYNCS");
 	if (!e || *e != '1')
 		return;
-	pthread_mutex_lock(&g_mu);
-	size_t n = 0;
-	for (struct CUstream_st *t = g_streams; t; t = t->next)
-		n++;
-	struct CUstream_st **v = n ? malloc(n * sizeof(*v)) : NULL;
-	n = 0;
-	if (v)
-		for (struct CUstream_st *t = g_streams; t; t = t->next) {
-			t->refs++;
-			v[n++] = t;
-		}
-	pthread_mutex_unlock(&g_mu);
+	if (api_write_held())
+		lk_doing("waits until every stream has drained (FAKECUDA_PIN_SYNCS=1)");
+	struct timespec t0 = mono_now();
+	size_t n;
+	struct CUstream_st **v = streams_of(NULL, false, &n);
 	for (size_t i = 0; i < n; i++) {
-		stream_sync(v[i]);
+		pthread_mutex_lock(&v[i]->mu);
+		uint64_t target = v[i]->enq;
+		pthread_mutex_unlock(&v[i]->mu);
+		stream_wait_done(v[i], target, &t0);
 		stream_put(v[i]);
 	}
 	free(v);
+	if (api_write_held())
+		lk_doing(NULL);
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
@@ -2240,21 +2850,42 @@ FC_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned i
 	if (Flags &
 	    ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
 		return CUDA_ERROR_INVALID_VALUE;
-	return host_alloc(pp, bytesize, FK_PINNED, c);
+	api_lock(c, LK_WRITE);
+	CUresult r = host_alloc(pp, bytesize, FK_PINNED, c);
+	api_unlock();
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemAllocHost(void **pp, size_t bytesize)
 {
 	ENTER();
 	NEED_CTX(c);
-	return host_alloc(pp, bytesize, FK_PINNED, c);
+	api_lock(c, LK_WRITE);
+	CUresult r = host_alloc(pp, bytesize, FK_PINNED, c);
+	api_unlock();
+	return r;
 }
 
+/* The context that owns the allocation at p (exactly its start), else dflt:
+ * the lock a free takes. */
+static CUcontext alloc_ctx(uintptr_t p, CUcontext dflt)
+{
+	pthread_mutex_lock(&g_mu);
+	struct fc_alloc *a = tab_find(p);
+	CUcontext c = a && a->start == p && a->ctx ? a->ctx : dflt;
+	pthread_mutex_unlock(&g_mu);
+	return c;
+}
+
+/* cuMemFreeHost, cuMemFree, cuMemHostUnregister: the write side of the
+ * allocation's context, and wait_streams_idle under it (see there). */
 FC_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
+	CUcontext lc = alloc_ctx((uintptr_t)p, c);
+	api_lock(lc, LK_WRITE);
+	wait_streams_idle(lc);
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&g_mu);
 	struct fc_alloc *a = tab_find((uintptr_t)p);
@@ -2263,6 +2894,7 @@ FC_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
 		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	return r;
 }
 
@@ -2270,10 +2902,14 @@ FC_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
 	if (dptr == 0)
 		return CUDA_SUCCESS;
-	drain_default();
+	CUcontext lc = alloc_ctx((uintptr_t)dptr, c);
+	api_lock(lc, LK_WRITE);
+	if (api_write_held())
+		wait_streams_idle(lc);
+	else
+		drain_default();
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&g_mu);
 	struct fc_alloc *a = tab_find((uintptr_t)dptr);
@@ -2283,6 +2919,7 @@ FC_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	return r;
 }
 
@@ -2294,6 +2931,9 @@ FC_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned 
 		      CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
 	if (!p || bytesize == 0 || (Flags & ~ok) || (uintptr_t)p + bytesize < (uintptr_t)p)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* No wait of its own in the probe (H100); FAKECUDA_PIN_SYNCS is the
+	 * H200 observation. */
+	api_lock(c, LK_WRITE);
 	pin_syncs_device();
 	CUresult r = CUDA_SUCCESS;
 	pthread_mutex_lock(&g_mu);
@@ -2304,6 +2944,7 @@ FC_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned 
 	else if (!alloc_new_locked((uintptr_t)p, bytesize, bytesize, FK_REGISTERED, c, c->device))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	return r;
 }
 
@@ -2311,7 +2952,9 @@ FC_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
+	CUcontext lc = alloc_ctx((uintptr_t)p, c);
+	api_lock(lc, LK_WRITE);
+	wait_streams_idle(lc);
 	CUresult r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	pthread_mutex_lock(&g_mu);
 	struct fc_alloc *a = tab_find((uintptr_t)p);
@@ -2320,6 +2963,7 @@ FC_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	return r;
 }
 
@@ -2388,8 +3032,11 @@ FC_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, C
 	CUresult r = stream_get(hStream, &s, &sc);
 	if (r != CUDA_SUCCESS)
 		return r;
+	api_lock(sc, LK_READ);
+	r = dev_alloc(dptr, bytesize, FK_POOL, sc, sc->device);
+	api_unlock();
 	stream_put(s);
-	return dev_alloc(dptr, bytesize, FK_POOL, sc, sc->device);
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -2398,7 +3045,8 @@ FC_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 	NEED_CTX(cur);
 	(void)cur;
 	struct CUstream_st *s;
-	CUresult r = stream_get(hStream, &s, NULL);
+	CUcontext sc = NULL;
+	CUresult r = stream_get(hStream, &s, &sc);
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct fc_op *op = calloc(1, sizeof(*op));
@@ -2406,6 +3054,7 @@ FC_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 		stream_put(s);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	api_lock(sc, LK_READ);
 	pthread_mutex_lock(&g_mu);
 	struct fc_alloc *a = tab_find((uintptr_t)dptr);
 	if (a && a->start == (uintptr_t)dptr && !a->free_pending &&
@@ -2417,10 +3066,12 @@ FC_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 	if (r == CUDA_SUCCESS) {
 		op->kind = OP_FREE;
 		op->ptr = dptr;
+		op->ctx = sc;
 		stream_push(s, op);
 	} else {
 		free(op);
 	}
+	api_unlock();
 	stream_put(s);
 	return r;
 }
@@ -2463,9 +3114,11 @@ FC_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, siz
 	struct fc_handle *h = calloc(1, sizeof(*h));
 	if (!h)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	api_lock(cur_ctx_or_null(), LK_WRITE);
 	pthread_mutex_lock(&g_mu);
 	if (g_dev_used[prop->location.id] + size > FC_DEV_TOTAL) {
 		pthread_mutex_unlock(&g_mu);
+		api_unlock();
 		free(h);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -2479,6 +3132,7 @@ FC_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, siz
 	g_dev_used[h->device] += size;
 	*handle = h->value;
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	return CUDA_SUCCESS;
 }
 
@@ -2559,6 +3213,7 @@ FC_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	if (flags != 0 || size == 0 || p % FC_GRAN || size % FC_GRAN || offset % FC_GRAN)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = CUDA_SUCCESS;
+	api_lock(cur_ctx_or_null(), LK_WRITE);
 	pthread_mutex_lock(&g_mu);
 	struct fc_handle *h = handle_find_locked(handle);
 	if (!h || h->released || offset + size > h->size || offset + size < size)
@@ -2580,6 +3235,7 @@ FC_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	pthread_mutex_unlock(&g_mu);
 	if (r == CUDA_SUCCESS)
 		memset(shadow_of(p), FC_FILL, size);
+	api_unlock();
 	return r;
 }
 
@@ -2590,6 +3246,7 @@ FC_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 	if (size == 0 || p + size < p)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = CUDA_SUCCESS;
+	api_lock(cur_ctx_or_null(), LK_WRITE);
 	pthread_mutex_lock(&g_mu);
 	if (!in_resv_locked(p, size)) {
 		r = CUDA_ERROR_INVALID_VALUE;
@@ -2617,6 +3274,7 @@ FC_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 		}
 	}
 	pthread_mutex_unlock(&g_mu);
+	api_unlock();
 	return r;
 }
 
@@ -2671,16 +3329,23 @@ FC_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
 /* Copies                                                              */
 /* ------------------------------------------------------------------ */
 
+/* The synchronous calls run on the legacy stream: they queue their work
+ * under the read side (api_pass) and wait for the stream without holding
+ * it, so one that waits for a blocked stream keeps nobody else out.  (On
+ * the GPU, in the probe's S=blocking rows, asynchronous copies on a
+ * non-blocking stream did not return while a synchronous copy waited for a
+ * blocked stream, but launches did: not the API lock; not modelled.) */
+
 FC_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
 	if (ByteCount == 0)
 		return CUDA_SUCCESS;
 	void *d;
 	if (!srcHost || dev_range(dstDevice, ByteCount, &d) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	api_pass(c);
 	drain_default();
 	memmove(d, srcHost, ByteCount);
 	return CUDA_SUCCESS;
@@ -2690,12 +3355,12 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, si
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
 	if (ByteCount == 0)
 		return CUDA_SUCCESS;
 	void *s;
 	if (!dstHost || dev_range(srcDevice, ByteCount, &s) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	api_pass(c);
 	drain_default();
 	memmove(dstHost, s, ByteCount);
 	return CUDA_SUCCESS;
@@ -2705,13 +3370,13 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDe
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
 	if (ByteCount == 0)
 		return CUDA_SUCCESS;
 	void *d, *s;
 	if (dev_range(dstDevice, ByteCount, &d) != CUDA_SUCCESS ||
 	    dev_range(srcDevice, ByteCount, &s) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	api_pass(c);
 	drain_default();
 	memmove(d, s, ByteCount);
 	return CUDA_SUCCESS;
@@ -2721,12 +3386,12 @@ FC_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t Byt
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
 	if (ByteCount == 0)
 		return CUDA_SUCCESS;
 	void *d, *s;
 	if (any_range(dst, ByteCount, &d) != CUDA_SUCCESS || any_range(src, ByteCount, &s) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	api_pass(c);
 	drain_default();
 	memmove(d, s, ByteCount);
 	return CUDA_SUCCESS;
@@ -2736,12 +3401,12 @@ FC_EXPORT CUresult CUDAAPI cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, s
 {
 	ENTER();
 	NEED_CTX(c);
-	(void)c;
 	if (N == 0)
 		return CUDA_SUCCESS;
 	void *d;
 	if (dev_range(dstDevice, N, &d) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	api_pass(c);
 	drain_default();
 	memset(d, uc, N);
 	return CUDA_SUCCESS;
@@ -2757,7 +3422,7 @@ static CUresult enqueue_copy(CUstream h, void *d, const void *s, size_t n)
 		return r;
 	}
 	struct fc_op op = {.kind = OP_COPY, .dst = d, .src = s, .n = n};
-	return enqueue(h, &op);
+	return enqueue(h, &op, LK_READ);
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
@@ -2821,7 +3486,7 @@ FC_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char 
 	if (dev_range(dstDevice, N, &d) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_op op = {.kind = OP_MEMSET, .dst = d, .n = N, .val = uc};
-	return enqueue(hStream, &op);
+	return enqueue(hStream, &op, LK_READ);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3030,8 +3695,14 @@ FC_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
 	struct CUmod_st *p = malloc(sizeof(*p));
 	if (!p)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Waits for the context's streams under the write side, like a
+	 * free: see wait_streams_idle. */
+	CUcontext c = cur_ctx_or_null();
+	api_lock(c, LK_WRITE);
+	wait_streams_idle(c);
 	*p = m;
 	*module = p;
+	api_unlock();
 	return CUDA_SUCCESS;
 }
 
@@ -3053,7 +3724,9 @@ FC_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 	ENTER();
 	if (!hmod)
 		return CUDA_ERROR_INVALID_HANDLE;
+	api_lock(cur_ctx_or_null(), LK_WRITE);
 	free(hmod);
+	api_unlock();
 	return CUDA_SUCCESS;
 }
 
@@ -3071,7 +3744,7 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, u
 	if (f->kind == FK_SPIN) {
 		op.kind = OP_SPIN;
 		op.val = *(uint64_t *)kernelParams[0];
-		return enqueue(hStream, &op);
+		return enqueue(hStream, &op, LK_READ);
 	}
 	CUdeviceptr buf = *(CUdeviceptr *)kernelParams[0], out = *(CUdeviceptr *)kernelParams[2];
 	uint64_t n = *(uint64_t *)kernelParams[1];
@@ -3083,5 +3756,5 @@ FC_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, u
 	op.src = src;
 	op.n = (size_t)n;
 	op.dst = dst;
-	return enqueue(hStream, &op);
+	return enqueue(hStream, &op, LK_READ);
 }

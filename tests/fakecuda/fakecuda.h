@@ -79,6 +79,31 @@ void fakecuda_set_stream_delay_us(unsigned us);
  * 0, or -1 for an unknown stream. */
 int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
 
+/* The driver lock model (fakecuda.c, DESIGN): each context has a
+ * writer-preferring reader/writer API lock that calls queuing stream work
+ * take for reading and calls creating or freeing resources take for
+ * writing, and some of the latter wait under it for the context's streams,
+ * as the real driver was seen to.  On unless FAKECUDA_LOCK_MODEL=0; this
+ * switches it for calls made from now on (calls already holding or waiting
+ * keep what they took).  A wait of the model that lasts
+ * FAKECUDA_LOCK_STALL_S seconds (default 10, 0: never) prints the lock
+ * report to stderr, once per process. */
+void fakecuda_set_lock_model(int on);
+/* Writes into buf (NUL-terminated, truncated to len) who holds and who
+ * waits for each context's API lock (thread id, entry point, side, how
+ * long, what a holder waits for) and every stream that has work not done
+ * (what it is at; a stream wait-value with its word and condition).
+ * Returns the length of the whole text, as snprintf does.  For a test's
+ * watchdog: it gives up on a lock it cannot take within a fraction of a
+ * second, so it can be called from a signal handler (best effort). */
+size_t fakecuda_lock_report(char *buf, size_t len);
+/* Takes the read side (write = 0) or the write side of ctx's API lock on
+ * this thread, as a driver call would, until fakecuda_lock_release: for
+ * tests that need a thread "inside the driver".  Returns 0, or -1 when the
+ * model is off, ctx is NULL or this thread already holds a side. */
+int fakecuda_lock_take(CUcontext ctx, int write);
+void fakecuda_lock_release(void);
+
 #ifdef __cplusplus
 }
 #endif
