@@ -5,8 +5,12 @@
  * DESIGN: one process, sequential sections, each checking a piece of the
  * documented behaviour (init, devices, contexts, allocation and buffer IDs,
  * copies through delayed streams, pointer attributes of every memory kind,
- * VMM, pools, memops, events, fault injection, leak counters), plus a small
- * multi-threaded stress section for the sanitizer builds.
+ * VMM, pools, memops, events, fault injection, leak counters, the driver
+ * lock model), plus a small multi-threaded stress section for the sanitizer
+ * builds.  The lock-model section runs each call that may block on its own
+ * thread, polls for its return for a bounded time and joins it within 5 s
+ * (or fails with the lock report), so a regression fails instead of
+ * hanging.
  */
 #define _GNU_SOURCE
 #include "fakecuda.h"
@@ -14,11 +18,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -727,6 +734,428 @@ static void test_deferred_faults(void)
 	OK(cuMemFree(p));
 }
 
+/* ------------------------------------------------------------------ */
+/* The driver lock model                                               */
+/* ------------------------------------------------------------------ */
+
+/* A driver call on its own thread, so that one that blocks cannot hang the
+ * test: its completion is polled, and the join is bounded. */
+struct call {
+	pthread_t th;
+	CUcontext ctx;
+	CUresult (*fn)(void *);
+	void *arg;
+	CUresult r;
+	atomic_int done;
+};
+
+static void *call_main(void *p)
+{
+	struct call *c = p;
+	if (cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS)
+		c->r = CUDA_ERROR_INVALID_CONTEXT;
+	else
+		c->r = c->fn(c->arg);
+	atomic_store(&c->done, 1);
+	return NULL;
+}
+
+static void call_start(struct call *c, CUcontext ctx, CUresult (*fn)(void *), void *arg)
+{
+	c->ctx = ctx;
+	c->fn = fn;
+	c->arg = arg;
+	c->r = CUDA_ERROR_UNKNOWN;
+	atomic_init(&c->done, 0);
+	if (pthread_create(&c->th, NULL, call_main, c) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		exit(1);
+	}
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) == -1)
+		;
+}
+
+/* Has the call returned within ms milliseconds? */
+static bool call_done_within(struct call *c, int ms)
+{
+	for (int i = 0; i < ms && !atomic_load(&c->done); i++)
+		sleep_ms(1);
+	return atomic_load(&c->done);
+}
+
+static void dump_lock_report(void)
+{
+	static char rep[1 << 14];
+	fakecuda_lock_report(rep, sizeof(rep));
+	fputs(rep, stderr);
+}
+
+/* Joins within 5 s, or fails the whole test with the lock report: a call
+ * still blocked cannot be abandoned safely. */
+static CUresult call_join(struct call *c, int line)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	if (pthread_timedjoin_np(c->th, NULL, &dl) != 0) {
+		fprintf(stderr, "%s:%d: a call is still blocked after 5 s\n", __FILE__, line);
+		dump_lock_report();
+		_exit(1);
+	}
+	return c->r;
+}
+#define JOIN_OK(c) CK(call_join((c), __LINE__), CUDA_SUCCESS)
+
+static bool report_has(const char *needle)
+{
+	static char rep[1 << 14];
+	fakecuda_lock_report(rep, sizeof(rep));
+	bool ok = strstr(rep, needle) != NULL;
+	if (!ok)
+		fprintf(stderr, "lock report lacks \"%s\":\n%s", needle, rep);
+	return ok;
+}
+
+static CUresult do_stream_create(void *arg)
+{
+	return cuStreamCreate(arg, CU_STREAM_NON_BLOCKING);
+}
+
+static CUresult do_event_create(void *arg)
+{
+	return cuEventCreate(arg, CU_EVENT_DISABLE_TIMING);
+}
+
+static CUresult do_mem_free(void *arg)
+{
+	return cuMemFree(*(CUdeviceptr *)arg);
+}
+
+struct copy_job {
+	CUdeviceptr d;
+	const void *h;
+	size_t n;
+	CUstream s;
+	CUevent ev;
+};
+
+static CUresult do_copy_record(void *arg)
+{
+	struct copy_job *j = arg;
+	CUresult r = cuMemcpyHtoDAsync(j->d, j->h, j->n, j->s);
+	return r == CUDA_SUCCESS ? cuEventRecord(j->ev, j->s) : r;
+}
+
+static CUresult do_sync_copy(void *arg)
+{
+	struct copy_job *j = arg;
+	return cuMemcpyHtoD(j->d, j->h, j->n);
+}
+
+static void CUDA_CB nop_host_fn(void *arg)
+{
+	(void)arg;
+}
+
+static CUresult do_host_fn(void *arg)
+{
+	return cuLaunchHostFunc(arg, nop_host_fn, NULL);
+}
+
+static CUresult do_host_register(void *arg)
+{
+	return cuMemHostRegister(arg, 1 << 16, 0);
+}
+
+/* A stream of the current context stopped at a wait for *flag >= 1. */
+struct blocked_stream {
+	volatile uint32_t *flag;
+	CUstream s;
+};
+
+static void block_stream(struct blocked_stream *b, unsigned stream_flags)
+{
+	void *fl;
+	OK(cuMemHostAlloc(&fl, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+	b->flag = fl;
+	*b->flag = 0;
+	OK(cuStreamCreate(&b->s, stream_flags));
+	OK(cuStreamWaitValue32(b->s, (CUdeviceptr)(uintptr_t)fl, 1, CU_STREAM_WAIT_VALUE_GEQ));
+	CK(cuStreamQuery(b->s), CUDA_ERROR_NOT_READY);
+}
+
+static void release_stream(struct blocked_stream *b)
+{
+	__atomic_store_n(b->flag, 1, __ATOMIC_RELEASE);
+	OK(cuStreamSynchronize(b->s));
+	OK(cuStreamDestroy(b->s));
+	OK(cuMemFreeHost((void *)b->flag));
+}
+
+/* A waiting writer keeps new readers out; readers share the lock. */
+static void test_lock_writer_preference(void)
+{
+	CUdeviceptr d;
+	CUstream l, created = NULL;
+	CUevent ev;
+	static char h[4096];
+	OK(cuMemAlloc(&d, sizeof(h)));
+	OK(cuStreamCreate(&l, CU_STREAM_NON_BLOCKING));
+	OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	struct copy_job j = {d, h, sizeof(h), l, ev};
+	struct call w, r;
+
+	/* This thread holds the read side: another reader gets in. */
+	CHECK(fakecuda_lock_take(g_ctx0, 0) == 0);
+	CHECK(fakecuda_lock_take(g_ctx0, 0) == -1); /* one side per thread */
+	call_start(&r, g_ctx0, do_copy_record, &j);
+	CHECK(call_done_within(&r, 2000));
+	JOIN_OK(&r);
+
+	/* A writer waits for the reader to leave... */
+	call_start(&w, g_ctx0, do_stream_create, &created);
+	CHECK(!call_done_within(&w, 150));
+	/* ... and while it waits, a new reader does not get in. */
+	call_start(&r, g_ctx0, do_copy_record, &j);
+	CHECK(!call_done_within(&r, 150));
+	CHECK(report_has("fakecuda_lock_take: holds the read side"));
+	CHECK(report_has("in cuStreamCreate: waits for the write side"));
+	CHECK(report_has("in cuMemcpyHtoDAsync_v2: waits for the read side"));
+	/* Calls that take no lock still go through. */
+	unsigned mt;
+	OK(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+	OK(cuEventQuery(ev));
+	fakecuda_lock_release();
+	JOIN_OK(&w);
+	JOIN_OK(&r);
+	OK(cuStreamSynchronize(l));
+	OK(cuStreamDestroy(created));
+
+	/* Another context's lock is another lock. */
+	CHECK(fakecuda_lock_take(g_ctx1, 1) == 0);
+	call_start(&w, g_ctx0, do_stream_create, &created);
+	CHECK(call_done_within(&w, 2000));
+	JOIN_OK(&w);
+	fakecuda_lock_release();
+	OK(cuStreamDestroy(created));
+
+	OK(cuEventDestroy(ev));
+	OK(cuStreamDestroy(l));
+	OK(cuMemFree(d));
+}
+
+/* cuMemFree waits for a stream blocked in a wait-value holding the write
+ * side: a copy and a host-function launch from other threads wait too,
+ * until the word is written; then everything completes. */
+static void test_lock_free_waits_for_blocked_stream(void)
+{
+	struct blocked_stream b;
+	CUdeviceptr victim, d;
+	CUstream l;
+	CUevent ev;
+	static char h[8192], back[8192];
+	memset(h, 0x3c, sizeof(h));
+	OK(cuMemAlloc(&victim, 4096));
+	OK(cuMemAlloc(&d, 2 * sizeof(h)));
+	OK(cuStreamCreate(&l, CU_STREAM_NON_BLOCKING));
+	OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	struct copy_job j = {d, h, sizeof(h), l, ev};
+	struct copy_job sj = {d + sizeof(h), h, 4096, NULL, NULL}; /* not ordered with j: other bytes */
+	struct call f, c, hf, sc;
+	block_stream(&b, CU_STREAM_NON_BLOCKING); /* after the creations: they would wait */
+
+	call_start(&f, g_ctx0, do_mem_free, &victim);
+	CHECK(!call_done_within(&f, 150));
+	call_start(&c, g_ctx0, do_copy_record, &j);
+	call_start(&hf, g_ctx0, do_host_fn, l);
+	call_start(&sc, g_ctx0, do_sync_copy, &sj);
+	CHECK(!call_done_within(&c, 150));
+	CHECK(!atomic_load(&hf.done) && !atomic_load(&sc.done));
+	CHECK(report_has("in cuMemFree_v2: holds the write side"));
+	CHECK(report_has("waits until every stream of its context is idle"));
+	CHECK(report_has("at a wait-value 32"));
+	/* No lock: pointer queries, context calls, stream and event queries. */
+	unsigned mt;
+	CUcontext cur;
+	OK(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+	OK(cuCtxPushCurrent(g_ctx0));
+	OK(cuCtxPopCurrent(&cur));
+	CK(cuStreamQuery(b.s), CUDA_ERROR_NOT_READY);
+
+	__atomic_store_n(b.flag, 1, __ATOMIC_RELEASE);
+	JOIN_OK(&f);
+	JOIN_OK(&c);
+	JOIN_OK(&hf);
+	JOIN_OK(&sc);
+	OK(cuEventSynchronize(ev));
+	OK(cuMemcpyDtoH(back, d, sizeof(back)));
+	CHECK(memcmp(back, h, sizeof(h)) == 0);
+	CK(cuMemFree(victim), CUDA_ERROR_INVALID_VALUE); /* freed by the thread */
+
+	/* cuMemFreeHost and cuMemHostUnregister wait the same way. */
+	OK(cuStreamWaitValue32(b.s, (CUdeviceptr)(uintptr_t)b.flag, 2, CU_STREAM_WAIT_VALUE_GEQ));
+	void *pinned, *reg = aligned_alloc(4096, 1 << 16);
+	OK(cuMemHostAlloc(&pinned, 4096, 0));
+	OK(cuMemHostRegister(reg, 1 << 16, 0));
+	struct call fh, ur;
+	call_start(&fh, g_ctx0, cuMemFreeHost, pinned);
+	CHECK(!call_done_within(&fh, 150));
+	__atomic_store_n(b.flag, 2, __ATOMIC_RELEASE);
+	JOIN_OK(&fh);
+	OK(cuStreamWaitValue32(b.s, (CUdeviceptr)(uintptr_t)b.flag, 3, CU_STREAM_WAIT_VALUE_GEQ));
+	call_start(&ur, g_ctx0, cuMemHostUnregister, reg);
+	CHECK(!call_done_within(&ur, 150));
+	__atomic_store_n(b.flag, 3, __ATOMIC_RELEASE);
+	JOIN_OK(&ur);
+	free(reg);
+
+	OK(cuEventDestroy(ev));
+	OK(cuStreamDestroy(l));
+	OK(cuMemFree(d));
+	release_stream(&b);
+}
+
+/* cuStreamCreate and cuEventCreate wait while a stream of their context is
+ * stopped at a wait-value whose condition does not hold. */
+static void test_lock_create_waits_for_blocked_wait(void)
+{
+	struct blocked_stream b;
+	block_stream(&b, CU_STREAM_NON_BLOCKING);
+	CUstream s1 = NULL, s2 = NULL;
+	CUevent e1 = NULL;
+	struct call cs, ce, other;
+
+	call_start(&cs, g_ctx0, do_stream_create, &s1);
+	CHECK(!call_done_within(&cs, 150));
+	CHECK(report_has("waits while a stream of its context is blocked in a stream wait-value"));
+	call_start(&ce, g_ctx0, do_event_create, &e1);
+	CHECK(!call_done_within(&ce, 100));
+	/* Another context is not concerned. */
+	call_start(&other, g_ctx1, do_stream_create, &s2);
+	CHECK(call_done_within(&other, 2000));
+	JOIN_OK(&other);
+	__atomic_store_n(b.flag, 1, __ATOMIC_RELEASE);
+	JOIN_OK(&cs);
+	JOIN_OK(&ce);
+	OK(cuEventDestroy(e1));
+	OK(cuStreamDestroy(s1));
+	OK(cuStreamDestroy(s2));
+
+	/* A wait whose condition already holds blocks nothing. */
+	OK(cuStreamWaitValue32(b.s, (CUdeviceptr)(uintptr_t)b.flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+	OK(cuStreamSynchronize(b.s));
+	OK(cuStreamCreate(&s1, 0));
+	OK(cuStreamDestroy(s1));
+	release_stream(&b);
+}
+
+/* A synchronous copy on the legacy stream waits for a blocked blocking
+ * stream without holding the lock: a host-function launch (write side)
+ * from another thread goes through meanwhile. */
+static void test_lock_sync_copy_waits_without_lock(void)
+{
+	struct blocked_stream b;
+	CUdeviceptr d;
+	CUstream l;
+	static char h[4096];
+	OK(cuMemAlloc(&d, sizeof(h)));
+	OK(cuStreamCreate(&l, CU_STREAM_NON_BLOCKING));
+	block_stream(&b, 0); /* blocking: the legacy stream waits for it */
+	struct copy_job sj = {d, h, sizeof(h), NULL, NULL};
+	struct call sc, hf;
+	call_start(&sc, g_ctx0, do_sync_copy, &sj);
+	CHECK(!call_done_within(&sc, 150));
+	call_start(&hf, g_ctx0, do_host_fn, l);
+	CHECK(call_done_within(&hf, 2000));
+	JOIN_OK(&hf);
+	__atomic_store_n(b.flag, 1, __ATOMIC_RELEASE);
+	JOIN_OK(&sc);
+	OK(cuStreamSynchronize(l));
+	OK(cuStreamDestroy(l));
+	OK(cuMemFree(d));
+	release_stream(&b);
+}
+
+/* FAKECUDA_PIN_SYNCS=1: cuMemHostRegister waits for the streams holding
+ * the write side, so a copy from another thread waits too. */
+static void test_lock_pin_syncs_under_write_side(void)
+{
+	struct blocked_stream b;
+	CUdeviceptr d;
+	CUstream l;
+	CUevent ev;
+	static char h[4096];
+	void *reg = aligned_alloc(4096, 1 << 16);
+	OK(cuMemAlloc(&d, sizeof(h)));
+	OK(cuStreamCreate(&l, CU_STREAM_NON_BLOCKING));
+	OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	block_stream(&b, CU_STREAM_NON_BLOCKING);
+	struct copy_job j = {d, h, sizeof(h), l, ev};
+	struct call rg, c;
+	setenv("FAKECUDA_PIN_SYNCS", "1", 1);
+	call_start(&rg, g_ctx0, do_host_register, reg);
+	CHECK(!call_done_within(&rg, 150));
+	call_start(&c, g_ctx0, do_copy_record, &j);
+	CHECK(!call_done_within(&c, 150));
+	CHECK(report_has("FAKECUDA_PIN_SYNCS"));
+	__atomic_store_n(b.flag, 1, __ATOMIC_RELEASE);
+	JOIN_OK(&rg);
+	JOIN_OK(&c);
+	unsetenv("FAKECUDA_PIN_SYNCS");
+	OK(cuMemHostUnregister(reg));
+	free(reg);
+	OK(cuEventSynchronize(ev));
+	OK(cuEventDestroy(ev));
+	OK(cuStreamDestroy(l));
+	OK(cuMemFree(d));
+	release_stream(&b);
+}
+
+/* With the model off nothing waits for the blocked stream. */
+static void test_lock_model_off(void)
+{
+	struct blocked_stream b;
+	block_stream(&b, CU_STREAM_NON_BLOCKING);
+	fakecuda_set_lock_model(0);
+	CHECK(fakecuda_lock_take(g_ctx0, 1) == -1);
+	CHECK(report_has("lock model: off"));
+	CUdeviceptr victim;
+	CUstream s1 = NULL;
+	CUevent e1 = NULL;
+	OK(cuMemAlloc(&victim, 4096));
+	struct call cs, ce, f;
+	call_start(&cs, g_ctx0, do_stream_create, &s1);
+	call_start(&ce, g_ctx0, do_event_create, &e1);
+	call_start(&f, g_ctx0, do_mem_free, &victim);
+	CHECK(call_done_within(&cs, 2000) && call_done_within(&ce, 2000) && call_done_within(&f, 2000));
+	JOIN_OK(&cs);
+	JOIN_OK(&ce);
+	JOIN_OK(&f);
+	CK(cuStreamQuery(b.s), CUDA_ERROR_NOT_READY);
+	fakecuda_set_lock_model(1);
+	OK(cuEventDestroy(e1));
+	OK(cuStreamDestroy(s1));
+	release_stream(&b);
+}
+
+static void test_lock_model(void)
+{
+	fakecuda_set_lock_model(1); /* whatever FAKECUDA_LOCK_MODEL says */
+	OK(cuCtxSetCurrent(g_ctx0));
+	test_lock_writer_preference();
+	test_lock_free_waits_for_blocked_stream();
+	test_lock_create_waits_for_blocked_wait();
+	test_lock_sync_copy_waits_without_lock();
+	test_lock_pin_syncs_under_write_side();
+	test_lock_model_off();
+	CHECK(report_has("no thread holds or waits for an API lock"));
+}
+
 int main(void)
 {
 	test_init();
@@ -742,6 +1171,7 @@ int main(void)
 	test_streams();
 	test_faults();
 	test_deferred_faults();
+	test_lock_model();
 	test_stress();
 
 	CHECK(fakecuda_live_device_allocations() == 0);
