@@ -3,14 +3,19 @@
  * async.c - the asynchronous executor: a pool of threads with one FIFO.
  *
  * DESIGN
- * Batch entries and stream operations are both "run the synchronous
- * cuFileRead/cuFileWrite path later, on another thread, then complete".
- * One pool serves both: a doubly linked FIFO of struct async_op under one
- * mutex, and N threads (OPENCUFILE_ASYNC_THREADS, default the number of
+ * Batch entries and stream operations are both "run I/O later, on another
+ * thread, then complete".  Each family has its own executor (the same code,
+ * two instances): a doubly linked FIFO of struct async_op under one mutex,
+ * and N threads (OPENCUFILE_ASYNC_THREADS, default the number of
  * CPUs clamped to [4, 16] and to execution.max_io_queue_depth) that take
- * the head and call op->run().  The synchronous path below them already
- * splits large requests over the engine's own helpers, so N bounds how many
- * requests are in flight, not how many threads touch one request.
+ * the head and call op->run().  The engine below them already splits large
+ * requests over its own helpers, so N bounds how many requests are in
+ * flight, not how many threads touch one request.  Why two: batch entries
+ * copy through staging lanes (CUDA calls, which the real driver holds back
+ * while another thread's cuMemFree waits for a stream that waits for us),
+ * while stream operations never call CUDA on these threads; one shared FIFO
+ * would let a stream operation wait behind batch work that waits, in the
+ * driver, for that very stream operation.
  *
  * The FIFO is doubly linked so that a batch cancel can take an entry out
  * before any thread sees it (async_remove); an entry already handed to a
@@ -41,46 +46,74 @@
 #include "internal.h"
 #include "log.h"
 
-/* q_lock protects head, tail, every op's links and queued flag, threads,
- * nthreads and stopping.  It is never held while an op runs. */
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static struct async_op *head, *tail;
-static pthread_t *threads;
-static int nthreads;
-static bool stopping;
+struct async_exec {
+	const char *name;
+	bool cuda; /* its operations call CUDA (batch) or never do (streams) */
+	/* Grows a thread for every operation that would otherwise wait in the
+	 * FIFO (up to ELASTIC_MAX): a stream operation may wait, on its
+	 * thread, for its submitter to queue its commands, while the stream
+	 * of another operation waits for a thread (see stream.c). */
+	bool elastic;
+	/* lock protects head, tail, queued, every op's links and queued flag,
+	 * threads, nthreads, cap, idle and stopping.  It is never held while
+	 * an op runs. */
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct async_op *head, *tail;
+	int queued; /* ops in the FIFO */
+	pthread_t *threads;
+	int nthreads, cap;
+	int idle;     /* threads waiting for an op */
+	int starting; /* threads created that have not taken the lock yet */
+	bool stopping;
+};
+
+#define ELASTIC_MAX 1024
+
+struct async_exec async_batch_exec = {
+	.name = "batch", .cuda = true, .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+struct async_exec async_stream_exec = {.name = "stream",
+				       .cuda = false,
+				       .elastic = true,
+				       .lock = PTHREAD_MUTEX_INITIALIZER,
+				       .cv = PTHREAD_COND_INITIALIZER};
 
 static void *executor_main(void *arg)
 {
-	(void)arg;
-	/* A stream operation's application stream is blocked (wait value)
-	 * until this thread finishes the I/O: synchronous legacy-stream
-	 * copies could queue behind it. */
-	engine_thread_no_sync_copies(true);
-	pthread_mutex_lock(&q_lock);
+	struct async_exec *ex = arg;
+	/* A stream operation's application stream may be blocked (wait
+	 * value) until I/O of ours finishes: a synchronous legacy-stream copy
+	 * made by a batch thread could queue behind it. */
+	engine_thread_no_sync_copies(ex->cuda);
+	engine_thread_no_cuda(!ex->cuda);
+	pthread_mutex_lock(&ex->lock);
+	ex->starting--;
 	for (;;) {
-		while (!head && !stopping)
-			pthread_cond_wait(&q_cv, &q_lock);
-		if (!head)
+		ex->idle++;
+		while (!ex->head && !ex->stopping)
+			pthread_cond_wait(&ex->cv, &ex->lock);
+		ex->idle--;
+		if (!ex->head)
 			break; /* stopping, and nothing left */
-		struct async_op *op = head;
-		head = op->next;
-		if (head)
-			head->prev = NULL;
+		struct async_op *op = ex->head;
+		ex->queued--;
+		ex->head = op->next;
+		if (ex->head)
+			ex->head->prev = NULL;
 		else
-			tail = NULL;
+			ex->tail = NULL;
 		op->queued = false;
 		op->next = op->prev = NULL;
-		pthread_mutex_unlock(&q_lock);
+		pthread_mutex_unlock(&ex->lock);
 
 		driver_adopt();
 		op->run(op); /* may free op */
 		driver_unadopt();
 		driver_release();
 
-		pthread_mutex_lock(&q_lock);
+		pthread_mutex_lock(&ex->lock);
 	}
-	pthread_mutex_unlock(&q_lock);
+	pthread_mutex_unlock(&ex->lock);
 	return NULL;
 }
 
@@ -97,107 +130,128 @@ static int wanted_threads(void)
 	return (int)OCF_MIN(OCF_MAX(n, 1), 256);
 }
 
-int async_start(void)
+int async_start(struct async_exec *ex)
 {
 	int r = 0;
-	pthread_mutex_lock(&q_lock);
-	if (nthreads == 0) {
+	pthread_mutex_lock(&ex->lock);
+	if (ex->nthreads == 0) {
 		int want = wanted_threads();
-		threads = calloc((size_t)want, sizeof(*threads));
-		stopping = false;
-		for (int i = 0; threads && i < want; i++) {
-			if (pthread_create(&threads[i], NULL, executor_main, NULL) != 0)
+		ex->cap = ex->elastic ? ELASTIC_MAX : want;
+		ex->threads = calloc((size_t)ex->cap, sizeof(*ex->threads));
+		ex->stopping = false;
+		for (int i = 0; ex->threads && i < want; i++) {
+			if (pthread_create(&ex->threads[i], NULL, executor_main, ex) != 0)
 				break;
-			nthreads++;
+			ex->nthreads++;
+			ex->starting++;
 		}
-		if (nthreads == 0) {
+		if (ex->nthreads == 0) {
 			/* No memory for the thread table, or no thread could
 			 * be created (EAGAIN: a resource limit). */
-			r = threads ? OCF_ERR(CU_FILE_INTERNAL_ERROR) : OCF_ERR(CU_FILE_NOMEM_ERROR);
-			free(threads);
-			threads = NULL;
-			log_error("cannot start the asynchronous I/O threads");
+			r = ex->threads ? OCF_ERR(CU_FILE_INTERNAL_ERROR) : OCF_ERR(CU_FILE_NOMEM_ERROR);
+			free(ex->threads);
+			ex->threads = NULL;
+			log_error("cannot start the asynchronous %s I/O threads", ex->name);
 		} else {
-			log_debug("%d asynchronous I/O threads started", nthreads);
+			log_debug("%d asynchronous %s I/O threads started", ex->nthreads, ex->name);
 		}
 	}
-	pthread_mutex_unlock(&q_lock);
+	pthread_mutex_unlock(&ex->lock);
 	return r;
 }
 
-int async_thread_count(void)
+int async_thread_count(struct async_exec *ex)
 {
-	pthread_mutex_lock(&q_lock);
-	int n = nthreads;
-	pthread_mutex_unlock(&q_lock);
+	pthread_mutex_lock(&ex->lock);
+	int n = ex->nthreads;
+	pthread_mutex_unlock(&ex->lock);
 	return n;
 }
 
-void async_submit_list(struct async_op *first)
+void async_submit_list(struct async_exec *ex, struct async_op *first)
 {
 	if (!first)
 		return;
-	pthread_mutex_lock(&q_lock);
+	pthread_mutex_lock(&ex->lock);
 	int n = 0;
 	for (struct async_op *op = first, *next; op; op = next) {
 		next = op->next;
 		op->next = NULL;
-		op->prev = tail;
+		op->prev = ex->tail;
 		op->queued = true;
-		if (tail)
-			tail->next = op;
+		if (ex->tail)
+			ex->tail->next = op;
 		else
-			head = op;
-		tail = op;
+			ex->head = op;
+		ex->tail = op;
 		n++;
 	}
+	ex->queued += n;
+	/* Elastic: no operation waits for a thread.  Creating one takes no
+	 * lock of the CUDA driver, so this may run on CUDA's callback thread;
+	 * if it fails (a resource limit) the FIFO waits for a thread. */
+	while (ex->elastic && !ex->stopping && ex->queued > ex->idle + ex->starting && ex->nthreads > 0 &&
+	       ex->nthreads < ex->cap) {
+		if (pthread_create(&ex->threads[ex->nthreads], NULL, executor_main, ex) != 0)
+			break;
+		ex->nthreads++;
+		ex->starting++;
+	}
 	if (n == 1)
-		pthread_cond_signal(&q_cv);
+		pthread_cond_signal(&ex->cv);
 	else
-		pthread_cond_broadcast(&q_cv);
-	pthread_mutex_unlock(&q_lock);
+		pthread_cond_broadcast(&ex->cv);
+	pthread_mutex_unlock(&ex->lock);
 }
 
-void async_submit(struct async_op *op)
+void async_submit(struct async_exec *ex, struct async_op *op)
 {
 	op->next = NULL;
-	async_submit_list(op);
+	async_submit_list(ex, op);
 }
 
-bool async_remove(struct async_op *op)
+bool async_remove(struct async_exec *ex, struct async_op *op)
 {
-	pthread_mutex_lock(&q_lock);
+	pthread_mutex_lock(&ex->lock);
 	bool was = op->queued;
 	if (was) {
+		ex->queued--;
 		if (op->prev)
 			op->prev->next = op->next;
 		else
-			head = op->next;
+			ex->head = op->next;
 		if (op->next)
 			op->next->prev = op->prev;
 		else
-			tail = op->prev;
+			ex->tail = op->prev;
 		op->next = op->prev = NULL;
 		op->queued = false;
 	}
-	pthread_mutex_unlock(&q_lock);
+	pthread_mutex_unlock(&ex->lock);
 	return was;
+}
+
+static void exec_shutdown(struct async_exec *ex)
+{
+	pthread_mutex_lock(&ex->lock);
+	ex->stopping = true;
+	pthread_cond_broadcast(&ex->cv);
+	int n = ex->nthreads;
+	pthread_t *t = ex->threads;
+	pthread_mutex_unlock(&ex->lock);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_lock(&ex->lock);
+	free(ex->threads);
+	ex->threads = NULL;
+	ex->nthreads = 0;
+	ex->queued = ex->idle = ex->starting = 0;
+	ex->stopping = false;
+	pthread_mutex_unlock(&ex->lock);
 }
 
 void async_shutdown(void)
 {
-	pthread_mutex_lock(&q_lock);
-	stopping = true;
-	pthread_cond_broadcast(&q_cv);
-	int n = nthreads;
-	pthread_t *t = threads;
-	pthread_mutex_unlock(&q_lock);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-	pthread_mutex_lock(&q_lock);
-	free(threads);
-	threads = NULL;
-	nthreads = 0;
-	stopping = false;
-	pthread_mutex_unlock(&q_lock);
+	exec_shutdown(&async_batch_exec);
+	exec_shutdown(&async_stream_exec);
 }

@@ -281,7 +281,7 @@ static unsigned cancel_locked(struct batch *b)
 	for (struct job *j = b->jobs, *next; j; j = next) {
 		next = j->next;
 		for (unsigned k = 0; k < j->nops; k++)
-			if (async_remove(&j->ops[k].aop)) {
+			if (async_remove(&async_batch_exec, &j->ops[k].aop)) {
 				removed++;
 				j->ops_live--;
 			}
@@ -371,7 +371,7 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 /* Executor operations for n entries, and entries per claim. */
 static void plan_job(unsigned n, unsigned *nops, unsigned *per_claim)
 {
-	unsigned w = (unsigned)async_thread_count();
+	unsigned w = (unsigned)async_thread_count(&async_batch_exec);
 	const char *env = ocf_getenv("OPENCUFILE_BATCH_WORKERS"); /* experiments */
 	if (env && *env)
 		w = (unsigned)strtoul(env, NULL, 10);
@@ -420,7 +420,7 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 	struct batch *b = batch_get(id);
 	if (!b)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
-	int r = async_start();
+	int r = async_start(&async_batch_exec);
 	if (r) {
 		batch_put(b);
 		return r;
@@ -444,12 +444,11 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		    .write = p->opcode == CUFILE_WRITE,
 		};
 	}
-	/* A GPU without lanes gets them here (once per GPU, for each
-	 * distinct buffer's GPU). */
-	int lanes = engine_participants() + async_thread_count();
+	/* A GPU that is not up yet gets its first lanes here (once per GPU,
+	 * for each distinct buffer's GPU). */
 	for (unsigned i = 0; i < nr; i++)
 		if (i == 0 || params[i].u.batch.devPtr_base != params[i - 1].u.batch.devPtr_base)
-			gpu_prepare_async(params[i].u.batch.devPtr_base, lanes);
+			gpu_prepare_async(params[i].u.batch.devPtr_base);
 	uint64_t t0 = stats_io_begin();
 	/* One hold per executor operation, released by the executor or by a
 	 * cancel; taken before the batch lock (the driver's lock never nests
@@ -483,7 +482,7 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		b->jobs->prev = j;
 	b->jobs = j;
 	/* Under the batch lock: a cancel must find the operations queued. */
-	async_submit_list(&j->ops[0].aop);
+	async_submit_list(&async_batch_exec, &j->ops[0].aop);
 	pthread_mutex_unlock(&b->lock);
 	stats_batch_submit(true, nr, t0);
 	batch_put(b);

@@ -77,6 +77,10 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_EXEC_MAX_REQUEST_PARALLELISM] = {"execution.max_request_parallelism", OCF_CFG_SIZE, "4", 0, 8,
 						F(max_request_parallelism), NULL, NULL,
 						"helper threads per request, at least (default: all workers)"},
+	[OCF_K_EXEC_WAIT_WATCHDOG_S] = {"execution.wait_watchdog_s", OCF_CFG_SIZE, "30", 0, 86400,
+					F(wait_watchdog_s), NULL, "OPENCUFILE_WAIT_WATCHDOG_S",
+					"an I/O, batch or stream operation waiting longer than this many seconds "
+					"logs one ERROR line saying what it waits for (0: never)"},
 	[OCF_K_MAX_DIRECT_IO_SIZE_KB] = {"properties.max_direct_io_size_kb", OCF_CFG_SIZE, "16384", 64,
 					 16384, F(max_direct_io_size_kb), NULL, NULL,
 					 "largest staged chunk (the engine uses at most 4 MiB)"},

@@ -47,6 +47,7 @@ enum ocf_cfg_key {
 	OCF_K_EXEC_PARALLEL_IO,
 	OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB,
 	OCF_K_EXEC_MAX_REQUEST_PARALLELISM,
+	OCF_K_EXEC_WAIT_WATCHDOG_S,
 	OCF_K_MAX_DIRECT_IO_SIZE_KB,
 	OCF_K_MAX_DEVICE_CACHE_SIZE_KB,
 	OCF_K_PER_BUFFER_CACHE_SIZE_KB,
@@ -114,6 +115,7 @@ struct ocf_config {
 	/* execution */
 	size_t max_io_queue_depth;
 	size_t max_io_threads;
+	size_t wait_watchdog_s; /* a wait longer than this is logged (0: never) */
 	bool parallel_io;
 	size_t min_io_threshold_size_kb;
 	size_t max_request_parallelism;

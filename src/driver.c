@@ -29,6 +29,7 @@
 #include "driver.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@
 #include "log.h"
 #include "stats.h"
 #include "stream.h"
+#include "watchdog.h"
 
 /* state_lock protects open_count, is_open, closing and inflight. */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -71,8 +73,6 @@ static void atfork_child(void)
 	atomic_store_explicit(&forked_child, true, memory_order_relaxed);
 	/* Another parent thread may have been writing a log line. */
 	log_after_fork_child();
-	/* Exit handlers must not join the parent's background thread. */
-	gpu_prewarm_forget_after_fork();
 }
 
 __attribute__((constructor)) static void driver_init_once(void)
@@ -102,9 +102,16 @@ static int open_locked(void)
 	/* cufile.json, environment and staged parameters; configures the log. */
 	config_apply_at_open();
 	cuda_load();
-	/* Pin staging memory in the background for GPUs already in use, so
-	 * open stays fast and the first large I/O does not pay for pinning. */
+	/* After cuInit, so that it runs before the driver's own teardown. */
+	static bool exit_hook;
+	if (cuda_available() && !exit_hook) {
+		exit_hook = true;
+		atexit(stream_release_all_at_exit);
+	}
+	/* Every staging lane of the GPUs already in use, now: no lane is
+	 * created once asynchronous work of ours can be waiting. */
 	gpu_prewarm_start(engine_participants());
+	watchdog_start();
 	is_open = true;
 	open_count = 1;
 	log_info("driver opened (%s)", cuda_available() ? "CUDA available" : "host memory only");
@@ -160,18 +167,23 @@ int driver_close(void)
 	pthread_mutex_unlock(&state_lock);
 	batch_cancel_all();
 	pthread_mutex_lock(&state_lock);
-	while (inflight > 0)
-		pthread_cond_wait(&state_cv, &state_lock);
+	if (inflight > 0) {
+		watchdog_wait_begin("cuFileDriverClose", NULL, -1,
+				    "the calls and the batch and stream operations still in flight to finish");
+		while (inflight > 0)
+			pthread_cond_wait(&state_cv, &state_lock);
+		watchdog_wait_end();
+	}
 	/* No call is in flight and none can start: tear down. */
 	batch_teardown();
 	stream_teardown();
 	async_shutdown();
-	gpu_prewarm_wait();
 	ocf_engine->shutdown();
 	handle_deregister_all();
 	buf_deregister_all();
 	gpu_teardown_all();
 	stats_at_close(); /* the stats snapshot file, if configured */
+	watchdog_stop();
 	config_forget_preview();
 	open_count = 0;
 	is_open = false;
@@ -217,7 +229,6 @@ void driver_exit(void)
 	if (--inflight == 0 && closing)
 		pthread_cond_broadcast(&state_cv);
 	pthread_mutex_unlock(&state_lock);
-	gpu_prewarm_reap();
 }
 
 long driver_use_count(void)

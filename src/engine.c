@@ -49,6 +49,7 @@
 #include "internal.h"
 #include "log.h"
 #include "uring.h"
+#include "watchdog.h"
 
 const struct ocf_engine_ops *ocf_engine = &ocf_engine_parallel;
 
@@ -61,6 +62,7 @@ struct request {
 	size_t nchunks;
 	bool small; /* one small chunk: copies are synchronous */
 	bool nonblocking; /* submitted by the executor: copy on non-blocking streams */
+	const struct ocf_ringplan *plan; /* a stream operation's ring (no CUDA here) */
 	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
 	 * indices; the data each chunk touches is disjoint. */
 	atomic_size_t next;
@@ -115,6 +117,11 @@ static bool running, shutting_down;
 static __thread bool no_sync_copies;
 
 void engine_thread_no_sync_copies(bool on) { no_sync_copies = on; }
+
+/* Set on the stream executor's threads (async.c): see engine.h. */
+static __thread bool no_cuda;
+
+void engine_thread_no_cuda(bool on) { no_cuda = on; }
 
 static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper);
 
@@ -241,17 +248,11 @@ static void engine_shutdown(void)
 
 /* ------------------------------------------------------------- chunking */
 
-static size_t chunk_start(const struct request *rq, size_t i)
-{
-	return i == 0 ? 0 : i * rq->chunk - rq->skew0;
-}
+static size_t chunk_start(const struct request *rq, size_t i) { return ocf_chunk_start(rq->chunk, rq->skew0, i); }
 
 static size_t chunk_len(const struct request *rq, size_t i)
 {
-	size_t end = (i + 1) * rq->chunk - rq->skew0;
-	if (end > rq->io->len)
-		end = rq->io->len;
-	return end - chunk_start(rq, i);
+	return ocf_chunk_len(rq->chunk, rq->skew0, rq->io->len, i);
 }
 
 static void stop_at(struct request *rq, size_t idx)
@@ -285,11 +286,13 @@ static void record_short(struct request *rq, size_t idx, size_t got)
 	stop_at(rq, idx + 1);
 }
 
-/* Claims the next chunk; false when none is left to start. */
+/* Claims the next chunk; false when none is left to start.  A ring request
+ * hands out every chunk, also those past a failure: each must be signalled
+ * to the stream waiting for it. */
 static bool claim(struct request *rq, size_t *idx)
 {
 	size_t i = atomic_fetch_add_explicit(&rq->next, 1, memory_order_relaxed);
-	if (i >= rq->nchunks || i >= atomic_load_explicit(&rq->stop, memory_order_relaxed))
+	if (i >= rq->nchunks || (!rq->plan && i >= atomic_load_explicit(&rq->stop, memory_order_relaxed)))
 		return false;
 	*idx = i;
 	return true;
@@ -556,11 +559,85 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 	}
 }
 
+/* A stream operation's chunks (see struct ocf_ringplan): file I/O into and
+ * out of the ring's slots, and a store per chunk that releases the copy the
+ * stream has waiting.  No CUDA call: the copies were queued at submission,
+ * so nothing here can be held back by the driver's locks. */
+static void ring_chunks(struct request *rq)
+{
+	const struct ocf_io *io = rq->io;
+	const struct ocf_ringplan *p = io->plan;
+	size_t idx;
+	while (claim(rq, &idx)) {
+		uint64_t q = p->q0 + idx;
+		unsigned s = (unsigned)(q % p->nslots);
+		uint32_t g = (uint32_t)(q / p->nslots) + 1;
+		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+		off_t off = io->off + (off_t)at;
+		char *slot = p->mem + (size_t)s * p->slot_bytes;
+		if (!p->queued(p, idx)) {
+			record_error(rq, idx, OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR));
+			continue;
+		}
+		/* Where the queued copy expects the chunk's first byte. */
+		size_t planned = fio_stage_skew(io->h, p->foff0 + (off_t)at);
+		bool live = !p->skip && idx < atomic_load_explicit(&rq->stop, memory_order_relaxed);
+		if (!rq->write) {
+			int w = p->wait(p, idx, &p->free[s], g - 1);
+			if (w) {
+				record_error(rq, idx, w);
+				continue; /* the stream is gone: nothing will copy */
+			}
+			ssize_t got = 0;
+			if (live) {
+				struct ocf_slot sl = {.buf = slot, .size = p->slot_bytes, .chunk = p->chunk};
+				got = fio_read_staged(io->h, &sl, off, n);
+				size_t actual = fio_stage_skew(io->h, off);
+				if (got > 0 && actual != planned)
+					memmove(slot + planned, slot + actual, (size_t)got);
+				if (got < 0)
+					record_error(rq, idx, got);
+				else if ((size_t)got < n)
+					record_short(rq, idx, (size_t)got);
+			}
+			/* Bytes past end of file or a failure: zeros, not the
+			 * slot's previous contents. */
+			size_t have = got > 0 ? (size_t)got : 0;
+			if (have < n)
+				memset(slot + planned + have, 0, n - have);
+			/* Release: the data is in memory before the GPU sees the
+			 * value and copies it. */
+			__atomic_store_n(&p->fill[s], g, __ATOMIC_RELEASE);
+		} else {
+			int w = p->wait(p, idx, &p->fill[s], g);
+			if (w) {
+				record_error(rq, idx, w);
+				continue;
+			}
+			if (live) {
+				size_t actual = fio_stage_skew(io->h, off);
+				if (actual != planned)
+					memmove(slot + actual, slot + planned, n);
+				ssize_t r = fio_write(io->h, slot + actual, n, off, NULL);
+				if (r < 0)
+					record_error(rq, idx, r);
+				else if ((size_t)r < n)
+					record_short(rq, idx, (size_t)r);
+			}
+			__atomic_store_n(&p->free[s], g, __ATOMIC_RELEASE);
+		}
+	}
+}
+
 /* Runs the participant's share.  Returns false when the lane's stream may
  * still hold a copy (a failure left it undrained and draining failed). */
 static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 {
 	const struct ocf_io *io = rq->io;
+	if (rq->plan) {
+		ring_chunks(rq);
+		return true;
+	}
 	if (!io->t.device) {
 		host_chunks(rq, lane);
 		return true;
@@ -617,10 +694,15 @@ static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 
 static ssize_t submit(const struct ocf_io *io, bool write)
 {
-	struct request rq = {.io = io, .write = write};
+	if (no_cuda && io->t.device && !io->plan)
+		return OCF_ERR(CU_FILE_CUDA_MEMORY_TYPE_INVALID);
+	struct request rq = {.io = io, .write = write, .plan = io->plan};
 	/* Host memory needs staging only for O_DIRECT; without it no lane is
-	 * taken, so many threads doing host I/O never wait for one. */
-	if (io->t.device)
+	 * taken, so many threads doing host I/O never wait for one.  A ring
+	 * request stages in its ring. */
+	if (rq.plan)
+		rq.pool = NULL;
+	else if (io->t.device)
 		rq.pool = &io->t.gpu->pool;
 	else if (io->h->odirect)
 		rq.pool = host_pool();
@@ -635,10 +717,17 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	if (ocf_cfg.parallel_io && io->len > ocf_cfg.min_io_threshold_size_kb * 1024 &&
 	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		helpers = pool_start();
-	rq.chunk = pick_chunk(io, max_chunk, helpers);
-	rq.skew0 = (size_t)io->off % fio_align(io->h);
-	rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
-	rq.small = rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
+	if (rq.plan) {
+		/* The chunks the copies were queued for. */
+		rq.chunk = rq.plan->chunk;
+		rq.skew0 = rq.plan->skew0;
+		rq.nchunks = rq.plan->nchunks;
+	} else {
+		rq.chunk = pick_chunk(io, max_chunk, helpers);
+		rq.skew0 = (size_t)io->off % fio_align(io->h);
+		rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
+	}
+	rq.small = !rq.plan && rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
 	rq.nonblocking = no_sync_copies;
 	atomic_init(&rq.next, 0);
 	atomic_init(&rq.stop, rq.nchunks);
@@ -682,8 +771,13 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 		pthread_mutex_unlock(&q_lock);
 	}
 	pthread_mutex_lock(&rq.lock);
-	while (rq.active > 0)
-		pthread_cond_wait(&rq.cv, &rq.lock);
+	if (rq.active > 0) {
+		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", io->h, io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
+				    "the engine threads helping with the request");
+		while (rq.active > 0)
+			pthread_cond_wait(&rq.cv, &rq.lock);
+		watchdog_wait_end();
+	}
 	pthread_mutex_unlock(&rq.lock);
 
 	/* Every chunk before min(err_idx, short_idx) completed in full. */

@@ -36,16 +36,16 @@
 #include "log.h"
 #include "stats.h"
 #include "uring.h"
+#include "watchdog.h"
 
 #define OCF_MAX_GPUS 64
 
 /* gpu_lock protects gpus[] and host_pool_ready (creation and teardown). */
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ocf_gpu *gpus[OCF_MAX_GPUS];
-/* How many GPUs are ready for asynchronous work (async_ready set); reset
- * at teardown.  When all of them are, gpu_prepare_async needs no pointer
- * query at all. */
-static int async_ready_gpus;
+/* How many GPUs are up (gpu_bringup); reset at teardown.  When all of them
+ * are, gpu_prepare_async needs no pointer query at all. */
+static int up_gpus;
 
 static struct ocf_pool hpool;
 static bool host_pool_ready;
@@ -392,7 +392,8 @@ fail:
 	return r;
 }
 
-static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
+/* A lane of a host pool: plain memory, no CUDA call, made on demand. */
+static int host_pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 {
 	bool create_failed = false;
 	pthread_mutex_lock(&p->lock);
@@ -404,8 +405,6 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			*out = l;
 			return 0;
 		}
-		/* After a failed creation, wait for a lane to come back, unless
-		 * none is left to come back: then try once more. */
 		if (create_failed && p->created == 0)
 			create_failed = false;
 		if (p->created < p->max && !create_failed) {
@@ -419,14 +418,11 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			}
 			pthread_mutex_lock(&p->lock);
 			p->created--;
-			/* A waiter may now create the lane this call could not. */
 			pthread_cond_broadcast(&p->cv);
 			if (p->created == 0 || !wait) {
 				pthread_mutex_unlock(&p->lock);
 				return r;
 			}
-			/* Other lanes exist: take one when it comes back (it may
-			 * have come back already: look again before waiting). */
 			create_failed = true;
 			continue;
 		}
@@ -436,6 +432,59 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 		}
 		pthread_cond_wait(&p->cv, &p->lock);
 	}
+}
+
+/* A lane of a GPU pool.  GPU lanes are never created here: all of them
+ * are made by gpu_bringup, on the thread that first touches the GPU (the
+ * driver open for GPUs the application already uses), before anything
+ * asynchronous can be queued on it.  Creating a stream or an event can
+ * wait, inside the driver and holding the lock every copy needs, while a
+ * stream is blocked in a stream wait (docs/reliability.md, "Hangs"): no
+ * thread serving I/O may be that thread, and no thread of the library may
+ * do it in the background at a moment nobody controls.  Callers wait for a
+ * lane to come back; helpers leave the work to the others. */
+static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
+{
+	if (!p->gpu)
+		return host_pool_take(p, out, wait);
+	if (!__atomic_load_n(&p->gpu->up, __ATOMIC_ACQUIRE)) {
+		int r = gpu_bringup(p->gpu);
+		if (r)
+			return r;
+	}
+	bool waiting = false;
+	int ret = 0;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		if (p->free) {
+			struct ocf_lane *l = p->free;
+			p->free = l->next;
+			*out = l;
+			break;
+		}
+		if (!wait) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (p->created == 0) {
+			/* Every lane was discarded after failures: none will
+			 * come back. */
+			ret = OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+			break;
+		}
+		if (!waiting) {
+			waiting = true;
+			pthread_mutex_unlock(&p->lock);
+			watchdog_wait_begin("staged I/O", NULL, p->gpu->ordinal, "a free staging lane (all are in use)");
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		pthread_cond_wait(&p->cv, &p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (waiting)
+		watchdog_wait_end();
+	return ret;
 }
 
 int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true); }
@@ -539,6 +588,7 @@ int gpu_get(int ordinal, struct ocf_gpu **out)
 			pthread_mutex_unlock(&gpu_lock);
 			return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 		}
+		pthread_mutex_init(&g->bring_lock, NULL);
 		g->numa_node = gpu_numa_node(g->dev);
 		if (g->numa_node >= 0)
 			log_info("GPU %d: staging memory on NUMA node %d", ordinal, g->numa_node);
@@ -572,11 +622,16 @@ void gpu_teardown_all(void)
 		if (!g)
 			continue;
 		pool_destroy(&g->pool);
+		if (g->alive_ev && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			ocf_cu.EventDestroy(g->alive_ev);
+			cuda_ctx_pop();
+		}
+		pthread_mutex_destroy(&g->bring_lock);
 		ocf_cu.DevicePrimaryCtxRelease(g->dev);
 		free(g);
 		__atomic_store_n(&gpus[i], NULL, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&async_ready_gpus, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&up_gpus, 0, __ATOMIC_RELEASE);
 	if (host_pool_ready) {
 		pool_destroy(&hpool);
 		host_pool_ready = false;
@@ -615,7 +670,7 @@ static uint64_t event_poll_ns(void)
 	return cur;
 }
 
-CUresult gpu_event_wait(CUevent ev)
+static CUresult event_wait(CUevent ev)
 {
 	uint64_t start = now_ns(), poll = event_poll_ns();
 	if (poll == 0)
@@ -630,24 +685,84 @@ CUresult gpu_event_wait(CUevent ev)
 	}
 }
 
-static void mark_async_ready(struct ocf_gpu *g)
+CUresult gpu_event_wait(CUevent ev)
 {
-	/* Release: a thread that sees the flag sees the lanes on the free
-	 * list. */
-	bool was = false;
-	if (__atomic_compare_exchange_n(&g->async_ready, &was, true, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		__atomic_add_fetch(&async_ready_gpus, 1, __ATOMIC_RELEASE);
+	watchdog_wait_begin("staged I/O", NULL, -1, "a staging copy to or from the GPU to finish (cuEventSynchronize)");
+	CUresult r = event_wait(ev);
+	watchdog_wait_end();
+	return r;
+}
+
+/* Liveness of a GPU's primary context, for threads that wait on memory the
+ * GPU writes (stream.c): a query of an event that never had work, which
+ * takes no driver lock, and fails once the context has a sticky error. */
+CUresult gpu_alive(struct ocf_gpu *g)
+{
+	/* Acquire pairs with gpu_bringup's release of `up`. */
+	if (!__atomic_load_n(&g->up, __ATOMIC_ACQUIRE) || !g->alive_ev)
+		return CUDA_SUCCESS;
+	CUresult r = ocf_cu.EventQuery(g->alive_ev);
+	return r == CUDA_ERROR_NOT_READY ? CUDA_SUCCESS : r;
+}
+
+/* Lanes a GPU gets: one per engine participant (gpu_prewarm_start). */
+static int target_lanes = FIRST_ARENA_LANES;
+
+/* Every lane of the GPU and its liveness event, made on the calling thread
+ * before anything asynchronous can be queued on the GPU: one arena for all
+ * the lanes (one pinning call), then a stream pair and three events each.
+ * Idempotent; 0, or an error when not even one lane could be made (the
+ * next call tries again). */
+int gpu_bringup(struct ocf_gpu *g)
+{
+	if (__atomic_load_n(&g->up, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&g->bring_lock);
+	int r = 0;
+	if (!g->up) {
+		struct timespec t0, t1, t2;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		struct ocf_pool *p = &g->pool;
+		int want = OCF_MIN(OCF_MAX(target_lanes, FIRST_ARENA_LANES), p->max);
+		if (ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			if (!g->alive_ev && ocf_cu.EventCreate(&g->alive_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+				g->alive_ev = NULL;
+			pthread_mutex_lock(&p->lock);
+			int missing = want - p->created;
+			pthread_mutex_unlock(&p->lock);
+			char *unused;
+			if (missing > FIRST_ARENA_LANES)
+				arena_take(p, (size_t)missing * OCF_LANE_DEPTH * buf_bytes(p), false, &unused);
+			cuda_ctx_pop();
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		int n = 0;
+		while ((r = pool_prepare_one(p, want)) == 0)
+			n++;
+		clock_gettime(CLOCK_MONOTONIC, &t2);
+		pthread_mutex_lock(&p->lock);
+		bool some = p->created > 0;
+		pthread_mutex_unlock(&p->lock);
+		log_debug("GPU %d: %d staging lane(s): pinning %.1f ms, streams and events %.1f ms", g->ordinal, n,
+			  (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+			  (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
+		if (some) {
+			r = 0;
+			/* Release: whoever sees it sees the lanes. */
+			__atomic_store_n(&g->up, true, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&up_gpus, 1, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&g->bring_lock);
+	return r;
 }
 
 /* Makes sure the GPU that owns `ptr` (device memory; nothing for host
- * memory) has staging lanes before asynchronous work on it is queued.
- * Normally the driver open made them and this pins nothing; only a GPU
- * without any lane (the driver was opened before the application used it)
- * gets `lanes` of them here.  Once every GPU has lanes this is one load;
- * before that, two pointer queries and a load. */
-void gpu_prepare_async(const void *ptr, int lanes)
+ * memory) is brought up before batch work on it is queued.  Once every GPU
+ * is up this is one load; before that, two pointer queries and a load. */
+void gpu_prepare_async(const void *ptr)
 {
-	if (!ptr || __atomic_load_n(&async_ready_gpus, __ATOMIC_ACQUIRE) >= cuda_device_count())
+	if (!ptr || __atomic_load_n(&up_gpus, __ATOMIC_ACQUIRE) >= cuda_device_count())
 		return;
 	int ordinal = -1;
 	unsigned mtype = 0;
@@ -658,34 +773,14 @@ void gpu_prepare_async(const void *ptr, int lanes)
 		    CUDA_SUCCESS)
 		return;
 	struct ocf_gpu *g;
-	if (gpu_get(ordinal, &g) != 0)
-		return;
-	/* Acquire pairs with the release in mark_async_ready. */
-	if (__atomic_load_n(&g->async_ready, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&g->pool.lock);
-	bool none = g->pool.created == 0;
-	pthread_mutex_unlock(&g->pool.lock);
-	if (none)
-		while (pool_prepare_one(&g->pool, lanes) == 0)
-			;
-	mark_async_ready(g);
+	if (gpu_get(ordinal, &g) == 0)
+		(void)gpu_bringup(g);
 }
 
-/* ------------------------------------------------------------- prewarm */
-
-/* prewarm_lock protects prewarm_thread and prewarm_running (a thread
- * exists that nobody has joined yet). */
-static pthread_mutex_t prewarm_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t prewarm_thread;
-static bool prewarm_running;
-/* The thread's last store: it has finished its work and is returning.
- * Release/acquire: whoever sees it joins a thread that only has its own
- * exit left, so the join does not wait for pinning. */
-static atomic_bool prewarm_done;
+/* ------------------------------------------------------------ driver open */
 
 /* GPU d, if the application already works on it (its primary context is
- * active): 0 and *out, or -1.  Only those get lanes ahead of I/O: creating
+ * active): 0 and *out, or -1.  Only those are brought up at open: creating
  * a primary context costs GPU memory the application may want. */
 static int active_gpu(int d, struct ocf_gpu **out)
 {
@@ -698,120 +793,16 @@ static int active_gpu(int d, struct ocf_gpu **out)
 	return 0;
 }
 
-static void *prewarm_main(void *arg)
-{
-	int lanes = (int)(intptr_t)arg;
-	for (int d = 0; d < cuda_device_count(); d++) {
-		struct ocf_gpu *g;
-		if (active_gpu(d, &g) != 0)
-			continue;
-		int n = 0;
-		if (lanes > 64)
-			lanes = 64;
-		struct timespec t0, t1, t2;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		/* One arena for all of them: one pinning call. */
-		pthread_mutex_lock(&g->pool.lock);
-		int missing = OCF_MIN(lanes, g->pool.max) - g->pool.created; /* the first lanes exist */
-		pthread_mutex_unlock(&g->pool.lock);
-		if (missing > 0 && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
-			/* missing <= max - created: within the pool's bound. */
-			char *unused;
-			arena_take(&g->pool, (size_t)missing * OCF_LANE_DEPTH * buf_bytes(&g->pool), false, &unused);
-			cuda_ctx_pop();
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		/* Each lane is published as soon as it exists, and lanes that
-		 * I/O threads created in the meantime count: a read that starts
-		 * now takes lanes as they come instead of creating more (and
-		 * pinning another arena) while this thread holds them. */
-		while (pool_prepare_one(&g->pool, lanes) == 0)
-			n++;
-		clock_gettime(CLOCK_MONOTONIC, &t2);
-		log_debug("GPU %d: %d staging lane(s) prepared: pinning %.1f ms, streams and events %.1f ms", d, n,
-			  (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
-			  (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
-	}
-	atomic_store_explicit(&prewarm_done, true, memory_order_release);
-	return NULL;
-}
-
-/* The first lanes of every GPU the application already uses, made on the
- * opening thread, so that work queued right after the open finds a lane
- * without pinning.  Two lanes are one small arena (a few ms). */
-static void prepare_first_lanes(void)
-{
-	for (int d = 0; d < cuda_device_count(); d++) {
-		struct ocf_gpu *g;
-		if (active_gpu(d, &g) != 0)
-			continue;
-		while (pool_prepare_one(&g->pool, FIRST_ARENA_LANES) == 0)
-			;
-		pthread_mutex_lock(&g->pool.lock);
-		bool some = g->pool.created > 0;
-		pthread_mutex_unlock(&g->pool.lock);
-		if (some)
-			mark_async_ready(g);
-	}
-}
-
 void gpu_prewarm_start(int lanes)
 {
-	const char *env = ocf_getenv("OPENCUFILE_PREWARM"); /* 0: off */
+	/* OPENCUFILE_PREWARM=0: GPUs are brought up at their first I/O. */
+	const char *env = ocf_getenv("OPENCUFILE_PREWARM");
+	target_lanes = OCF_MAX(lanes, FIRST_ARENA_LANES);
 	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
 		return;
-	prepare_first_lanes();
-	pthread_mutex_lock(&prewarm_lock);
-	if (!prewarm_running) {
-		atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
-		if (pthread_create(&prewarm_thread, NULL, prewarm_main, (void *)(intptr_t)lanes) == 0)
-			prewarm_running = true;
+	for (int d = 0; d < cuda_device_count(); d++) {
+		struct ocf_gpu *g;
+		if (active_gpu(d, &g) == 0)
+			(void)gpu_bringup(g);
 	}
-	pthread_mutex_unlock(&prewarm_lock);
-}
-
-/* Joins the thread once it has finished, so a driver that stays open does
- * not keep a finished thread (its stack) around until the close, nor leave
- * one unjoined at process exit.  Cheap when there is nothing to do: one
- * load.  Never waits for the work itself. */
-void gpu_prewarm_reap(void)
-{
-	if (!atomic_load_explicit(&prewarm_done, memory_order_acquire))
-		return;
-	if (pthread_mutex_trylock(&prewarm_lock) != 0)
-		return; /* a start or wait is under way; it or a later call joins */
-	bool join = prewarm_running && atomic_load_explicit(&prewarm_done, memory_order_acquire);
-	if (join) {
-		pthread_join(prewarm_thread, NULL);
-		prewarm_running = false;
-	}
-	atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
-	pthread_mutex_unlock(&prewarm_lock);
-}
-
-void gpu_prewarm_forget_after_fork(void)
-{
-	/* The thread is the parent's; joining it here would wait forever.
-	 * No lock: the child is single-threaded and a parent thread may have
-	 * held prewarm_lock. */
-	prewarm_running = false;
-	atomic_store_explicit(&prewarm_done, false, memory_order_relaxed);
-}
-
-/* At process exit (the application may never close the driver): join the
- * thread if it has finished; a thread still working is left running, as
- * exit never waits for the library.  An exit handler rather than a
- * destructor: it then runs before handlers registered earlier (those of
- * the runtime, a thread-leak check among them), not after them. */
-static void prewarm_at_exit(void) { gpu_prewarm_reap(); }
-__attribute__((constructor)) static void prewarm_init(void) { atexit(prewarm_at_exit); }
-
-void gpu_prewarm_wait(void)
-{
-	pthread_mutex_lock(&prewarm_lock);
-	bool join = prewarm_running;
-	prewarm_running = false;
-	pthread_mutex_unlock(&prewarm_lock);
-	if (join)
-		pthread_join(prewarm_thread, NULL);
 }

@@ -68,7 +68,9 @@ struct ocf_gpu {
 	CUdevice dev;
 	CUcontext primary;
 	int numa_node; /* where its staging memory is placed; -1: anywhere */
-	bool async_ready; /* has lanes for asynchronous work (gpu_prepare_async) */
+	bool up;       /* gpu_bringup done (first lanes exist) */
+	pthread_mutex_t bring_lock; /* serialises gpu_bringup */
+	CUevent alive_ev; /* never recorded: queried to tell a failed context */
 	struct ocf_pool pool;
 };
 
@@ -81,13 +83,23 @@ struct ocf_pool *host_pool(void);
  * waited for by the driver's default policy (OPENCUFILE_EVENT_SPIN=0). */
 bool lane_events_sleep(void);
 
-/* Pins lanes for `lanes` concurrent users on the GPU owning ptr, if not
- * done yet, before asynchronous work on it is queued. */
-void gpu_prepare_async(const void *ptr, int lanes);
+/* Brings a GPU up: all its staging lanes and its liveness event, on the
+ * calling thread.  Done at driver open for GPUs the application already
+ * uses, else at the first synchronous or batch I/O on the GPU, before
+ * anything asynchronous of the library can wait on it: no lane is created
+ * at any other time.  0, or an error. */
+int gpu_bringup(struct ocf_gpu *g);
+/* gpu_bringup for the GPU owning ptr (device memory), before batch work on
+ * it is queued; nothing for host memory. */
+void gpu_prepare_async(const void *ptr);
+/* CUDA_SUCCESS while the GPU's primary context is usable; its sticky error
+ * after a failure.  Takes no driver lock (an event query). */
+CUresult gpu_alive(struct ocf_gpu *g);
 
-/* Takes a lane, waiting while all are busy; returns 0 or an error. */
+/* Takes a lane, waiting while all are busy (GPU pools: lanes are only
+ * made by gpu_bringup); returns 0 or an error. */
 int pool_get(struct ocf_pool *pool, struct ocf_lane **out);
-/* Takes a lane only if one is free or may be created without waiting;
+/* Takes a lane only if one is free (host pools: or may be made at once);
  * returns 0, or -EAGAIN. */
 int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out);
 void pool_put(struct ocf_lane *lane);
@@ -105,15 +117,9 @@ CUresult gpu_event_wait(CUevent ev);
  * when no I/O is in flight. */
 void gpu_teardown_all(void);
 
-/* In the background, prepares `lanes` lanes on every GPU whose primary
- * context the application already uses, so the first large I/O finds its
- * staging memory pinned.  gpu_prewarm_wait() joins (driver close). */
+/* Driver open: brings up every GPU whose primary context the application
+ * already uses, with `lanes` lanes each (OPENCUFILE_PREWARM=0: not at open;
+ * a GPU is then brought up at its first I/O). */
 void gpu_prewarm_start(int lanes);
-void gpu_prewarm_wait(void);
-/* Joins the background thread if it has finished (else does nothing);
- * called on the way out of every API call and at process exit. */
-void gpu_prewarm_reap(void);
-/* In the child of a fork(): the parent's thread is not there; forget it. */
-void gpu_prewarm_forget_after_fork(void);
 
 #endif /* OCF_GPU_H_ */

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cufile.h"
 
@@ -28,6 +29,24 @@ static inline bool ocf_is_cufile_err(long r) { return r <= -CUFILEOP_BASE_ERR; }
 #define OCF_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define OCF_ALIGN_DOWN(x, a) ((x) / (a) * (a))
 #define OCF_ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t ocf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A pause in a spin loop. */
+static inline void ocf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 /* Reads an environment variable the way a library should: not at all in
  * set-uid/set-gid processes. */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * (fake driver only) On a stream registered with all three
- * CU_FILE_STREAM_FIXED_* flags, cuFileReadAsync/WriteAsync check the
- * arguments and resolve the handle and the buffer at submission: once the
- * stream reaches the operation, the executor makes no pointer lookup
- * (cuPointerGetAttribute[s]) and only moves data.  With two of the flags the
- * lookup still happens when the stream gets there.  A request that fails
+ * (fake driver only) GPU memory is resolved at submission (its copies are
+ * queued then), whatever the stream's flags; host memory only on a stream
+ * registered with all three CU_FILE_STREAM_FIXED_* flags.  Once the stream
+ * reaches such an operation the executor makes no pointer lookup
+ * (cuPointerGetAttribute[s]) and only moves data; host memory with two of
+ * the flags is looked up when the stream gets there.  A request that fails
  * the checks (a range past a registration, device memory past its
  * allocation) still reports its error in *bytes_p in stream order, not
  * before; a failure to queue the stream wait after the early setup leaks
@@ -91,10 +91,15 @@ int main(void)
 	T_EQ_U(held_op(s, false, fh, dev, SZ, 0, 3 * SZ + 1, &bytes), 0); /* past the allocation */
 	T_EQ(bytes, -CU_FILE_CUDA_POINTER_RANGE_ERROR);
 
-	/* ---- two of the flags: the buffer is resolved when the stream gets there */
+	/* ---- two of the flags: GPU memory is still resolved at submission,
+	 * host memory when the stream gets there */
 	T_CUFILE_OK(cuFileStreamRegister(s, CU_FILE_STREAM_FIXED_FILE_OFFSET | CU_FILE_STREAM_FIXED_FILE_SIZE));
-	T_ASSERT(held_op(s, false, fh, dev, SZ, 4096, 3, &bytes) >= 1);
+	T_EQ_U(held_op(s, false, fh, dev, SZ, 4096, 3, &bytes), 0);
 	T_EQ(bytes, SZ);
+	memset(host, T_POISON, 4 * SZ);
+	T_ASSERT(held_op(s, false, fh, (CUdeviceptr)(uintptr_t)host, SZ, 4096, 3, &bytes) >= 1);
+	T_EQ(bytes, SZ);
+	T_ASSERT(t_check_pattern(host + 3, SZ, 4096, 0, "host read") == 0);
 
 	/* ---- all fixed, but the stream wait cannot be queued: an error, and
 	 * the resolved handle is released (deregister and close complete). */
