@@ -6,18 +6,20 @@
 #   scripts/gpu-check.sh            (from the repository root, as root)
 #
 # Steps: (a) machine facts, (b) build ours with the GPU tests, (c) ctest (not
-# "large", then "large"), (d) ABI probe against NVIDIA's header + identifiers
+# "large", then "large"), (c2) the hang hunt (scripts/gpu-hang-hunt.sh),
+# (d) ABI probe against NVIDIA's header + identifiers
 # and exports NVIDIA has that we lack, (e) differential table NVIDIA vs ours,
 # (f) torch.cuda.gds round trip and cuda.bindings.cufile smoke with ours
 # preloaded, (g) scripts/gpu-bench.sh if present.  A failing step never stops
 # the run; each records PASS/FAIL/SKIP.  Logs go to $OUT (default ./gpu-out):
 #   summary.txt tests.log abi.txt differential.md clients.log bench.log
+#   hunt.log (and hang-stacks.txt after a hang)
 # The summary table is the last thing printed on stdout.
 #
 # Environment knobs: OUT, GPU_CHECK_BUDGET (seconds for the whole run, default
 # 480; every step's timeout is clamped to what is left), NV_LIBDIR, NV_INCDIR,
 # CUDA_HOME, GPU_CHECK_SKIP (space-separated step names to skip: build tests
-# tests-large abi differential torch bindings bench), GPU_CHECK_USE_STALE=1
+# tests-large hunt abi differential torch bindings bench), GPU_CHECK_USE_STALE=1
 # (use a library left in build-gpu by an earlier call when this build fails),
 # DIFF_CASE_IDLE (seconds without output before a differential case counts as
 # hung, default 30).
@@ -423,6 +425,33 @@ ctest_step() {
 section "(c) GPU test suite"
 ctest_step tests "-LE large" 150
 ctest_step tests-large "-L large" 90
+
+# ============================================================ (c2) hang hunt
+# scripts/gpu-hang-hunt.sh: the workloads that hung on the real driver,
+# repeated under a watchdog (a run over 60 s is a hang: stacks by cuda-gdb
+# in hang-stacks.txt).  Its own budget: GPU_HUNT_BUDGET (default 330 s).
+section "(c2) hang hunt"
+if ! skipped hunt; then
+	if [ -z "$OURLIB" ] || [ ! -d "$BUILD" ]; then
+		record hunt FAIL "no build of ours"
+	elif ! have_time 60; then
+		record hunt SKIP "no time left"
+	else
+		HB=$(tmo "${GPU_HUNT_BUDGET:-330}")
+		OUT="$OUT" GPU_SCRATCH="$SCR" HUNT_BUDGET=$((HB - 15)) timeout -k 5 "$HB" \
+			scripts/gpu-hang-hunt.sh "$BUILD" >"$SCR/hunt.out" 2>&1
+		rc=$?
+		tail -12 "$SCR/hunt.out"
+		hangs=$(awk '/ hangs /{for (i = 1; i < NF; i++) if ($i == "hangs") s += $(i + 1)} END {print s + 0}' "$SCR/hunt.out")
+		fails=$(awk '/ failed /{for (i = 1; i < NF; i++) if ($i == "failed") s += $(i + 1)} END {print s + 0}' "$SCR/hunt.out")
+		runs=$(awk '/ runs /{s += $3} END {print s + 0}' "$SCR/hunt.out")
+		if [ "$rc" = 0 ] && [ "$hangs" = 0 ] && [ "$fails" = 0 ] && [ "$runs" -gt 0 ]; then
+			record hunt PASS "$runs runs, 0 hangs, 0 failures"
+		else
+			record hunt FAIL "rc=$rc: $runs runs, $hangs hangs, $fails failures (hunt.log, hang-stacks.txt)"
+		fi
+	fi
+fi
 
 # ============================================================ (d) ABI
 section "(d) ABI probe"

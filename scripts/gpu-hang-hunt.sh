@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# gpu-hang-hunt.sh - repeats, on the GPU machine, the workloads that can hang
+# against the real CUDA driver, each run under a watchdog.
+#
+#   scripts/gpu-hang-hunt.sh BUILD_DIR      (from the repository root)
+#
+# Steps (HUNT_STEPS, default all but probe, in this order):
+#   probe     (only when named) tests/gpu/probe_driver_waits.c: which driver
+#             calls wait while a stream is blocked in cuStreamWaitValue32, and
+#             which of the library's calls still go through meanwhile
+#   stress    the 64-thread mixed-API stress test, HUNT_N_STRESS times (10)
+#   ovl3      bench/overlap -x 3 (16 MiB cuFileReadAsync on one stream while
+#             a spin kernel runs on another), HUNT_N_OVL times (20)
+#   ovl5      bench/overlap -x 5 (batches of 128 x 64 KiB, same), HUNT_N_OVL
+#   async256  gdsio -x 3: 256 x 16 MiB cuFileReadAsync on one stream, data
+#             verified, HUNT_N_ASYNC times (20)
+#   exit      the exit-with-I/O-in-flight test with statistics at level 3,
+#             HUNT_N_EXIT times (10)
+#   fork      the fork test, likewise
+# A run that lasts longer than HUNT_LIMIT seconds (60) is a hang: cuda-gdb is
+# attached (thread apply all bt), the stacks are appended to
+# $OUT/hang-stacks.txt, and the process is killed.  Every run's result goes
+# to $OUT/hunt.log, which ends with the table (runs, passed, failed, hangs
+# per step); the table is also printed last.  HUNT_BUDGET (seconds,
+# default 420) bounds the whole hunt: a step that would start after it is
+# reported as not run.  GPU_SCRATCH: a directory on the real disk for the
+# data file (default ./gpu-scratch/hunt).
+set -u
+
+BUILD=${1:?usage: gpu-hang-hunt.sh BUILD_DIR}
+BUILD=$(cd "$BUILD" && pwd)
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/hunt.log
+STACKS=$OUT/hang-stacks.txt
+SCR=${GPU_SCRATCH:-$PWD/gpu-scratch}/hunt
+TABLE=$SCR/hunt-table.txt
+LIMIT=${HUNT_LIMIT:-60}
+BUDGET=${HUNT_BUDGET:-420}
+STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 exit fork}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+T0=$SECONDS
+mkdir -p "$SCR"
+: >"$LOG"
+: >"$TABLE"
+
+LIB=$(readlink -f "$(find "$BUILD" -name 'libcufile.so.0' \( -type f -o -type l \) | head -1)")
+bin() { find "$BUILD" -type f -name "$1" -perm -u+x | head -1; }
+STRESS=$(bin test_stress_64_threads_mixed_api_verified_no_leaks)
+EXITT=$(bin test_exit_with_io_in_flight_neither_hangs_nor_crashes)
+FORKT=$(bin test_fork_child_gets_error_parent_keeps_working)
+OVERLAP=$(bin overlap)
+GDSIO=$(bin gdsio)
+
+left() { echo $((BUDGET - (SECONDS - T0))); }
+
+# watch NAME CMD...: one run under the watchdog; 0 passed, 124 hang, else
+# the command's status.  Output goes to the log (the last lines on failure).
+watch() {
+	local name=$1 t0=$SECONDS pid rc
+	shift
+	"$@" >"$SCR/run.out" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((SECONDS - t0 >= LIMIT)); then
+			{
+				echo "===== HANG: $name, no exit after ${LIMIT} s (pid $pid), $(date -u +%FT%TZ)"
+				echo "command: $*"
+				tail -20 "$SCR/run.out"
+				local p
+				for p in "$pid" $(pgrep -P "$pid"); do
+					echo "--- stacks of pid $p"
+					timeout -k 5 90 cuda-gdb -batch -p "$p" -ex 'info threads' -ex 'thread apply all bt' 2>&1 |
+						grep -v '^\[New Thread\|^\[Thread debugging'
+				done
+			} >>"$STACKS"
+			pkill -9 -P "$pid" 2>/dev/null
+			kill -9 "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			echo "$name: HANG (${LIMIT} s)" >>"$LOG"
+			return 124
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
+	rc=$?
+	if ((rc == 0)); then
+		echo "$name: ok ($((SECONDS - t0)) s)" >>"$LOG"
+	else
+		{
+			echo "$name: FAILED rc=$rc ($((SECONDS - t0)) s)"
+			tail -15 "$SCR/run.out" | sed 's/^/    /'
+		} >>"$LOG"
+	fi
+	return "$rc"
+}
+
+# step NAME N CMD...: N runs (fewer if the budget runs out), one table row.
+step() {
+	local name=$1 n=$2 i ok=0 bad=0 hang=0 rc t0=$SECONDS
+	shift 2
+	case " $STEPS " in *" $name "*) ;; *) return ;; esac
+	for ((i = 1; i <= n; i++)); do
+		if (($(left) < 10)); then break; fi
+		watch "$name#$i" "$@"
+		rc=$?
+		if ((rc == 0)); then ok=$((ok + 1)); elif ((rc == 124)); then hang=$((hang + 1)); else bad=$((bad + 1)); fi
+	done
+	printf '%-9s runs %3d of %3d  passed %3d  failed %3d  hangs %3d  (%d s)\n' "$name" $((ok + bad + hang)) "$n" \
+		"$ok" "$bad" "$hang" $((SECONDS - t0)) >>"$TABLE"
+	echo "hunt: $name finished" >&2
+}
+
+echo "hang hunt: lib=$LIB limit=${LIMIT}s budget=${BUDGET}s steps=[$STEPS]" | tee -a "$LOG"
+
+# ------------------------------------------------------------------ probe
+case " $STEPS " in *" probe "*)
+	if cc -O2 -I"$CUDA_HOME/include" -Itests/gpu tests/gpu/probe_driver_waits.c -o "$SCR/probe" -lcuda -lpthread \
+		-L"$CUDA_HOME/lib64/stubs" 2>>"$LOG"; then
+		timeout -k 5 200 "$SCR/probe" >"$OUT/probe.txt" 2>&1
+		echo "probe: $(tail -1 "$OUT/probe.txt")" >>"$TABLE"
+	else
+		echo "probe: did not build" >>"$TABLE"
+	fi
+	;;
+esac
+
+# ------------------------------------------------------------------ workloads
+step stress "${HUNT_N_STRESS:-10}" env OCF_STRESS_SECONDS=6 "$STRESS"
+
+DATA=$SCR/hunt.dat
+SIZE=${HUNT_SIZE:-4G}
+case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "*)
+	if [ ! -e "$DATA" ]; then
+		env LD_PRELOAD="$LIB" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$LOG" 2>&1
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$LOG" 2>&1
+	fi
+	;;
+esac
+step ovl3 "${HUNT_N_OVL:-20}" env LD_PRELOAD="$LIB" "$OVERLAP" -f "$DATA" -x 3 -s "$SIZE" -i 16M -b -r 1 -V
+step ovl5 "${HUNT_N_OVL:-20}" env LD_PRELOAD="$LIB" "$OVERLAP" -f "$DATA" -x 5 -B 128 -s 1G -i 64K -b -r 1 -V -t 20
+step async256 "${HUNT_N_ASYNC:-20}" env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 3 -B 256 -m 0 -b -N -w 1 -s "$SIZE" \
+	-i 16M -I 0 -V
+
+# Statistics at level 3 (NVIDIA's library is known to crash at exit there).
+printf '{ "profile": { "cufile_stats": 3 } }\n' >"$SCR/stats3.json"
+step exit "${HUNT_N_EXIT:-10}" env CUFILE_ENV_PATH_JSON="$SCR/stats3.json" "$EXITT"
+step fork "${HUNT_N_EXIT:-10}" env CUFILE_ENV_PATH_JSON="$SCR/stats3.json" "$FORKT"
+
+echo "hang hunt done in $((SECONDS - T0)) s" >>"$TABLE"
+{
+	echo "===== table"
+	cat "$TABLE"
+} >>"$LOG"
+cat "$TABLE"
+rm -rf "$SCR"
