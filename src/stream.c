@@ -187,6 +187,7 @@ struct sring {
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sring *ring_list;
 static size_t ring_total; /* bytes pinned for rings */
+static size_t ring_bound; /* added to the pinned-memory bound the statistics report */
 
 enum { OP_PENDING, OP_QUEUED, OP_ABANDONED };
 enum { Q_QUEUING, Q_DONE, Q_FAILED };
@@ -485,6 +486,12 @@ static int ring_for(CUstream stream, struct ocf_gpu *g, struct sring **out)
 		return OCF_ERR(CU_FILE_NOMEM_ERROR);
 	}
 	ring_total += ring_bytes(ring_chunk()); /* reserved; pinned outside the lock */
+	if (!ring_bound) {
+		/* Rings have their own budget: the reported bound grows by it
+		 * once the first ring exists. */
+		ring_bound = ring_budget();
+		stats_pinned_bound_add((int64_t)ring_bound);
+	}
 	pthread_mutex_unlock(&ring_lock);
 	r = calloc(1, sizeof(*r));
 	int err = r ? 0 : OCF_ERR(CU_FILE_NOMEM_ERROR);
@@ -1175,6 +1182,9 @@ void stream_teardown(void)
 	struct sring *ring = ring_list;
 	ring_list = NULL;
 	ring_total = 0;
+	if (ring_bound)
+		stats_pinned_bound_add(-(int64_t)ring_bound);
+	ring_bound = 0;
 	pthread_mutex_unlock(&ring_lock);
 	/* Every operation has completed (the close waited for them), but the
 	 * streams may not have passed their last commands yet: free memory

@@ -487,7 +487,7 @@ static void step_batch(struct in *in)
 }
 
 /* Parameters of stream operations live until the streams are synchronised
- * (the library reads them when the stream reaches the operation). */
+ * (the library reads some of them when the stream reaches the operation). */
 #define NASYNC 64
 static struct {
 	size_t size;
@@ -497,12 +497,19 @@ static struct {
 	bool queued;
 } aops[NASYNC];
 static unsigned naops;
+/* A copy armed to fail on the GPU (a deferred rule) since the last
+ * synchronisation: a GPU-memory stream operation queues its copies on the
+ * application's stream, so the stream reports that failure itself. */
+static bool gpu_copy_fault_armed;
 
 static void sync_streams(void)
 {
 	fakecuda_reset_faults(); /* armed rules are for the library's calls */
-	for (int i = 0; i < NSTREAMS; i++)
-		CHECK(cuStreamSynchronize(streams[i]) == CUDA_SUCCESS);
+	for (int i = 0; i < NSTREAMS; i++) {
+		CUresult r = cuStreamSynchronize(streams[i]);
+		CHECK(r == CUDA_SUCCESS || (gpu_copy_fault_armed && r == CUDA_ERROR_ECC_UNCORRECTABLE));
+	}
+	gpu_copy_fault_armed = false;
 	for (unsigned i = 0; i < naops; i++)
 		if (aops[i].queued)
 			result_check(aops[i].bytes, aops[i].asked);
@@ -689,9 +696,10 @@ static void step_fault(struct in *in)
 	unsigned long nth = 1 + pick(in, 8);
 	if (c < 128) {
 		const char *fn = cuda_fns[c % (sizeof(cuda_fns) / sizeof(cuda_fns[0]))];
-		if (c & 64)
+		if (c & 64) {
 			fakecuda_fail_nth_deferred(fn, nth, CUDA_ERROR_ECC_UNCORRECTABLE);
-		else
+			gpu_copy_fault_armed = true;
+		} else
 			fakecuda_fail_nth(fn, nth, CUDA_ERROR_OUT_OF_MEMORY);
 	} else {
 		const int errs[] = {EIO, EINTR, ENOSPC, EAGAIN, ENOMEM, EBADF};
