@@ -535,9 +535,20 @@ static inline CUdeviceptr t_dev_alloc(size_t len)
 	return p;
 }
 
+/* cuMemcpyHtoD from pageable memory returns once the source is staged; the
+ * device bytes land later, on the legacy stream.  cuFile I/O is not ordered
+ * with any stream, so the data must have landed before the library reads it.
+ * A synchronous copy back to pageable memory returns only when it is done,
+ * and it is queued on the legacy stream behind the first: read one byte back
+ * (the same two synchronous functions, so tests that fault the library's
+ * stream and event calls do not fault this). */
 static inline void t_dev_put(CUdeviceptr dst, const void *src, size_t len)
 {
+	uint8_t last;
+
 	T_CU(cuMemcpyHtoD(dst, src, len));
+	if (len)
+		T_CU(cuMemcpyDtoH(&last, dst + len - 1, 1));
 }
 
 static inline void t_dev_get(void *dst, CUdeviceptr src, size_t len)

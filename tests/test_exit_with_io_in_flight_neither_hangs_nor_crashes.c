@@ -160,6 +160,7 @@ static int scenario(const char *name)
 						    &bytes[i], s));
 		}
 		t_gate_wait_entered(&gate, 1);
+		atomic_store(&ending, true);
 		return 0;
 	}
 	if (strcmp(name, "close-exit") == 0) {

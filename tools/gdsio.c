@@ -578,6 +578,13 @@ static int fill_buffer(struct worker *w, size_t at, uint64_t off, size_t len)
 			return -1;
 		}
 	}
+	/* From pageable memory the copy may still be landing: cuFile I/O is
+	 * not stream-ordered, so wait for the legacy stream. */
+	CUresult r = cu.StreamSynchronize(NULL);
+	if (r) {
+		fail(w, ST_SETUP, "cuStreamSynchronize: %s", cuda_dl_errstr(&cu, r));
+		return -1;
+	}
 	return 0;
 }
 

@@ -106,6 +106,7 @@ static atomic_int g_cfg_ndev = 2;
 static atomic_uint g_delay_us = 0;
 static atomic_int g_lock_model = 1; /* the driver lock model (below) is on */
 static atomic_uint g_stall_s = 10;  /* report a lock-model wait this long (0: never) */
+static atomic_uint g_pageable_lag_us = 1000; /* a pageable cuMemcpyHtoD lands this late */
 
 static void lk_atfork_prepare(void);
 static void lk_atfork_parent(void);
@@ -122,6 +123,9 @@ static void env_init(void)
 	s = getenv("FAKECUDA_LOCK_MODEL");
 	if (s && *s)
 		atomic_store(&g_lock_model, *s != '0');
+	s = getenv("FAKECUDA_PAGEABLE_LAG_US");
+	if (s && *s)
+		atomic_store(&g_pageable_lag_us, (unsigned)strtoul(s, NULL, 10));
 	s = getenv("FAKECUDA_LOCK_STALL_S");
 	if (s && *s)
 		atomic_store(&g_stall_s, (unsigned)strtoul(s, NULL, 10));
@@ -132,6 +136,12 @@ FC_EXPORT void fakecuda_set_device_count(int n)
 {
 	pthread_once(&env_once, env_init);
 	atomic_store(&g_cfg_ndev, n);
+}
+
+FC_EXPORT void fakecuda_set_pageable_lag_us(unsigned us)
+{
+	pthread_once(&env_once, env_init);
+	atomic_store(&g_pageable_lag_us, us);
 }
 
 FC_EXPORT void fakecuda_set_stream_delay_us(unsigned us)
@@ -1538,6 +1548,7 @@ enum op_kind {
 	OP_STREAMWAIT, /* implicit synchronisation with another stream (ud, gen) */
 	OP_CHECKSUM,   /* emulated kernel ocf_checksum(src, n, dst) */
 	OP_SPIN,       /* emulated kernel ocf_spin(val ns) */
+	OP_STAGED,     /* a pageable cuMemcpyHtoD landing: sleeps val us, copies, frees src */
 };
 
 struct fc_op {
@@ -1657,13 +1668,24 @@ static bool wait_op_holds(const struct fc_op *op)
 
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
-	if (op->fail && (op->kind == OP_COPY || op->kind == OP_MEMSET)) {
+	if (op->kind == OP_STAGED) {
+		if (op->val)
+			sleep_us((unsigned)op->val);
+		if (!op->fail)
+			memmove(op->dst, op->src, op->n);
+		free((void *)op->src);
+		if (!op->fail)
+			return;
+	}
+	if (op->fail && (op->kind == OP_COPY || op->kind == OP_MEMSET || op->kind == OP_STAGED)) {
 		pthread_mutex_lock(&s->mu);
 		s->err = op->fail;
 		pthread_mutex_unlock(&s->mu);
 		return;
 	}
 	switch (op->kind) {
+	case OP_STAGED: /* done above */
+		break;
 	case OP_COPY:
 		memmove(op->dst, op->src, op->n);
 		break;
@@ -2197,6 +2219,7 @@ static const char *const op_names[] = {
     [OP_STREAMWAIT] = "legacy-stream barrier",
     [OP_CHECKSUM] = "kernel ocf_checksum",
     [OP_SPIN] = "kernel ocf_spin",
+    [OP_STAGED] = "pageable copy landing",
 };
 
 static void report_ctx_locked(struct sbuf *b, CUcontext c)
@@ -3347,8 +3370,27 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHo
 		return CUDA_ERROR_INVALID_VALUE;
 	api_pass(c);
 	drain_default();
-	memmove(d, srcHost, ByteCount);
-	return CUDA_SUCCESS;
+	pthread_mutex_lock(&g_mu);
+	bool pinned = tab_find((uintptr_t)srcHost) != NULL;
+	pthread_mutex_unlock(&g_mu);
+	if (pinned) { /* pinned or registered: synchronous */
+		memmove(d, srcHost, ByteCount);
+		return CUDA_SUCCESS;
+	}
+	/* Pageable: CUDA returns once the source is staged; the device
+	 * memory changes later, in order on the legacy stream (seen on an
+	 * H100: a cuFileWrite of device memory right after it read the old
+	 * bytes through the library's non-blocking stream). */
+	void *stage = malloc(ByteCount);
+	if (!stage)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(stage, srcHost, ByteCount);
+	struct fc_op op = {.kind = OP_STAGED, .dst = d, .src = stage, .n = ByteCount,
+			   .val = atomic_load(&g_pageable_lag_us)};
+	CUresult r = enqueue(CU_STREAM_LEGACY, &op, LK_READ);
+	if (r != CUDA_SUCCESS)
+		free(stage);
+	return r;
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)

@@ -79,6 +79,13 @@ void fakecuda_set_stream_delay_us(unsigned us);
  * 0, or -1 for an unknown stream. */
 int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
 
+/* How late, in microseconds, the device bytes of a cuMemcpyHtoD from pageable
+ * host memory land (default 1000, or FAKECUDA_PAGEABLE_LAG_US).  As in CUDA,
+ * the call returns once the source is staged and the bytes land in order on
+ * the legacy stream: work on a non-blocking stream, such as a cuFile write
+ * issued right after, may still read the old bytes. */
+void fakecuda_set_pageable_lag_us(unsigned us);
+
 /* The driver lock model (fakecuda.c, DESIGN): each context has a
  * writer-preferring reader/writer API lock that calls queuing stream work
  * take for reading and calls creating or freeing resources take for

@@ -715,6 +715,7 @@ static void test_deferred_faults(void)
 	char a[64], b[64];
 	memset(a, 1, sizeof(a));
 	OK(cuMemcpyHtoD(p, a, sizeof(a)));
+	OK(cuStreamSynchronize(NULL)); /* pageable: landed only now */
 	memset(a, 2, sizeof(a));
 	fakecuda_fail_nth_deferred("cuMemcpyHtoDAsync_v2", 2, CUDA_ERROR_ECC_UNCORRECTABLE);
 	OK(cuMemcpyHtoDAsync(p, a, 32, st));      /* 1st: copies */
@@ -898,6 +899,44 @@ static void release_stream(struct blocked_stream *b)
 }
 
 /* A waiting writer keeps new readers out; readers share the lock. */
+/* A cuMemcpyHtoD from pageable memory returns before its bytes land; they
+ * land in order on the legacy stream, and a synchronous copy back waits for
+ * them.  From pinned memory it is synchronous. */
+static void test_pageable_copy_lands_late(void)
+{
+	CUdeviceptr p;
+	CUstream st;
+	char a[64], b[64];
+	void *pin;
+	OK(cuMemAlloc(&p, sizeof(a)));
+	OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+	memset(a, 1, sizeof(a));
+	OK(cuMemcpyHtoD(p, a, sizeof(a)));
+	OK(cuStreamSynchronize(NULL));
+	fakecuda_set_pageable_lag_us(300 * 1000);
+	memset(a, 2, sizeof(a));
+	OK(cuMemcpyHtoD(p, a, sizeof(a)));
+	memset(a, 3, sizeof(a)); /* the staged copy, not the source, lands */
+	CK(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+	OK(cuMemcpyDtoHAsync(b, p, sizeof(b), st)); /* not ordered with it */
+	OK(cuStreamSynchronize(st));
+	CHECK(b[0] == 1 && b[63] == 1);
+	OK(cuMemcpyDtoH(b, p, sizeof(b))); /* ordered behind it */
+	CHECK(b[0] == 2 && b[63] == 2);
+	OK(cuStreamQuery(NULL));
+	OK(cuMemHostAlloc(&pin, sizeof(a), 0));
+	memset(pin, 4, sizeof(a));
+	OK(cuMemcpyHtoD(p, pin, sizeof(a))); /* pinned: done on return */
+	OK(cuStreamQuery(NULL));
+	OK(cuMemcpyDtoHAsync(b, p, sizeof(b), st));
+	OK(cuStreamSynchronize(st));
+	CHECK(b[0] == 4 && b[63] == 4);
+	fakecuda_set_pageable_lag_us(1000);
+	OK(cuMemFreeHost(pin));
+	OK(cuStreamDestroy(st));
+	OK(cuMemFree(p));
+}
+
 static void test_lock_writer_preference(void)
 {
 	CUdeviceptr d;
@@ -1171,6 +1210,7 @@ int main(void)
 	test_streams();
 	test_faults();
 	test_deferred_faults();
+	test_pageable_copy_lands_late();
 	test_lock_model();
 	test_stress();
 

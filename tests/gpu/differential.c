@@ -1305,6 +1305,7 @@ static void write_case(const char *name, int flags, size_t size, off_t foff)
 	for (i = 0; i < size; i++)
 		h[i] = pat(foff + (off_t)i);
 	cuMemcpyHtoD(p, h, size);
+	cuStreamSynchronize(NULL); /* pageable source: wait until it landed */
 	fd = open_reg(name, path, flags | O_CREAT | O_TRUNC, &fh, &e);
 	if (fd < 0)
 		goto done;
