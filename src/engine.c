@@ -94,15 +94,23 @@ static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
 
 /* Requests up to this size into device memory copy synchronously from the
- * staging buffer: for a few KiB, cuMemcpyHtoD returns sooner than an
- * asynchronous copy plus an event wait.  Read once per process. */
+ * staging buffer (OPENCUFILE_SMALL_SYNC_KB; default 0: never).  For a few
+ * KiB cuMemcpyHtoD returns sooner than an asynchronous copy plus an event
+ * wait, but on the real driver a synchronous copy to or from pinned memory
+ * holds the context's API lock until the copy is done, and the copy can be
+ * held up by an application stream that waits for one of our stream
+ * operations (streams share the GPU's hardware work queues): a host-
+ * function launch for the next stream operation then waits for that lock,
+ * forever if the file read behind the wait never ends (seen on an H100:
+ * docs/reliability.md, "Hangs").  Event waits hold no lock.  Read once per
+ * process. */
 static size_t small_sync_bytes(void)
 {
 	static size_t v = (size_t)-1;
 	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
 	if (cur == (size_t)-1) {
 		const char *env = ocf_getenv("OPENCUFILE_SMALL_SYNC_KB");
-		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : 64 * 1024;
+		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : 0;
 		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;
