@@ -158,8 +158,17 @@ static int scenario(const char *name)
 			offs[i] = i * 8192;
 			T_CUFILE_OK(cuFileReadAsync(gfh, (uint8_t *)m.ptr + i * 8192, &size, &offs[i], &zero,
 						    &bytes[i], s));
+			/* The stream now sits in the first operation's wait for
+			 * data that never comes, and the readers' copies meet
+			 * it: the other submissions come after that (on an
+			 * H100 the second one waited forever for the driver's
+			 * lock while a library thread held it in a synchronous
+			 * copy held up behind the wait). */
+			if (i == 0) {
+				t_gate_wait_entered(&gate, 1);
+				t_sleep_ms(50);
+			}
 		}
-		t_gate_wait_entered(&gate, 1);
 		atomic_store(&ending, true);
 		return 0;
 	}

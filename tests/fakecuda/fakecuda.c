@@ -41,7 +41,14 @@
  *     cuMemsetD8Async, cuEventRecord, cuStreamWaitEvent, cuStreamWaitValue
  *     and WriteValue, cuLaunchKernel, cuMemAllocAsync, cuMemFreeAsync), and
  *     the synchronous cuMemcpy* and cuMemsetD8 while they queue only: they
- *     wait for the legacy stream without it (api_pass).
+ *     wait for the legacy stream without it (api_pass) -- except
+ *     cuMemcpyHtoD/DtoH with pinned host memory, which hold it until the
+ *     copy is done (sync_copy_holding_lock: a hang on an H100).
+ *   . Hardware work queues (hwq_enter): a stream stopped at a wait-value
+ *     holds up later work of the streams sharing its queue
+ *     (FAKECUDA_MAX_CONNECTIONS, 8).
+ *   . A cuMemcpyHtoD from pageable memory returns before its bytes land
+ *     (FAKECUDA_PAGEABLE_LAG_US).
  *   . Write side: cuLaunchHostFunc, cuStreamAddCallback, cuStreamCreate*,
  *     cuStreamDestroy, cuEventCreate, cuEventDestroy, cuMemAlloc,
  *     cuMemAllocManaged, cuMemFree, cuMemHostAlloc, cuMemAllocHost,
@@ -107,6 +114,7 @@ static atomic_uint g_delay_us = 0;
 static atomic_int g_lock_model = 1; /* the driver lock model (below) is on */
 static atomic_uint g_stall_s = 10;  /* report a lock-model wait this long (0: never) */
 static atomic_uint g_pageable_lag_us = 1000; /* a pageable cuMemcpyHtoD lands this late */
+static atomic_uint g_hwq = 8; /* hardware work queues streams share (0: none) */
 
 static void lk_atfork_prepare(void);
 static void lk_atfork_parent(void);
@@ -126,6 +134,9 @@ static void env_init(void)
 	s = getenv("FAKECUDA_PAGEABLE_LAG_US");
 	if (s && *s)
 		atomic_store(&g_pageable_lag_us, (unsigned)strtoul(s, NULL, 10));
+	s = getenv("FAKECUDA_MAX_CONNECTIONS");
+	if (s && *s)
+		atomic_store(&g_hwq, (unsigned)strtoul(s, NULL, 10));
 	s = getenv("FAKECUDA_LOCK_STALL_S");
 	if (s && *s)
 		atomic_store(&g_stall_s, (unsigned)strtoul(s, NULL, 10));
@@ -137,6 +148,13 @@ FC_EXPORT void fakecuda_set_device_count(int n)
 	pthread_once(&env_once, env_init);
 	atomic_store(&g_cfg_ndev, n);
 }
+
+FC_EXPORT unsigned fakecuda_set_max_connections(unsigned n)
+{
+	pthread_once(&env_once, env_init);
+	return atomic_exchange(&g_hwq, n);
+}
+
 
 FC_EXPORT void fakecuda_set_pageable_lag_us(unsigned us)
 {
@@ -1567,6 +1585,7 @@ struct fc_op {
 	CUdeviceptr ptr;
 	CUresult fail; /* a deferred failure: the copy does not happen */
 	CUcontext ctx; /* the context it was queued in (the legacy stream serves them all) */
+	uint64_t gseq; /* order of queuing among all streams (g_order_mu) */
 };
 
 struct CUstream_st {
@@ -1584,6 +1603,7 @@ struct CUstream_st {
 	CUcontext ctx;
 	unsigned flags;
 	int prio;
+	unsigned hwq; /* the hardware work queue it shares with others */
 	struct CUstream_st *next; /* registry, under g_mu */
 };
 
@@ -1666,6 +1686,101 @@ static bool wait_op_holds(const struct fc_op *op)
 	return wait_cond_holds(wait_op_word(op), op->val, op->flags, op->kind == OP_WAIT64);
 }
 
+/*
+ * Hardware work queues.  The GPU has a few queues (CUDA_DEVICE_MAX_CONNECTIONS,
+ * 8 by default) and streams are spread over them; a stream stopped at an
+ * unsatisfied wait-value stops the work queued after it on its queue, from
+ * every stream sharing it (CUDA's documentation of cuStreamWaitValue32 warns
+ * that the scheduler may serialise work that the wait orders invisibly).
+ * Seen on an H100: an application stream blocked in a wait for a read that
+ * never ended held up the library's copies on its own streams and a
+ * synchronous cuMemcpyDtoH (test_exit_with_io_in_flight_neither_hangs_nor_
+ * crashes, stream-return).  Modelled: streams take queues round-robin in
+ * creation order (FAKECUDA_MAX_CONNECTIONS, 8; 0: off; the legacy stream
+ * takes one too); while a stream's worker sits in such a wait, an operation
+ * of another stream on the same queue, queued after the wait, does not
+ * start.
+ */
+struct hwq_stop {
+	const struct CUstream_st *s;
+	unsigned q;
+	uint64_t gseq;
+	struct hwq_stop *next;
+};
+#define OCF_MAXU(a, b) ((a) > (b) ? (a) : (b))
+static pthread_mutex_t hwq_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hwq_cv = PTHREAD_COND_INITIALIZER;
+static struct hwq_stop *hwq_stops;
+static atomic_uint hwq_next;
+static atomic_uint_fast64_t g_gseq;
+
+static bool hwq_held(const struct CUstream_st *s, uint64_t gseq)
+{
+	unsigned nq = atomic_load(&g_hwq);
+	for (const struct hwq_stop *w = hwq_stops; w; w = w->next)
+		if (nq && w->s != s && w->q % nq == s->hwq % nq && w->gseq < gseq &&
+		    (!w->s->ctx || !s->ctx || w->s->ctx->device == s->ctx->device))
+			return true;
+	return false;
+}
+
+/* Before op runs on s: waits while its queue is stopped ahead of it. */
+static void hwq_enter(const struct CUstream_st *s, const struct fc_op *op)
+{
+	if (!atomic_load(&g_hwq))
+		return;
+	pthread_mutex_lock(&hwq_mu);
+	struct timespec t0 = mono_now();
+	bool noted = false;
+	while (hwq_held(s, op->gseq)) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&hwq_cv, &hwq_mu, &until);
+		if (!noted && stall_due(&t0)) {
+			noted = true;
+			fprintf(stderr,
+				"fakecuda: an operation of stream %p has waited %u s behind a stream wait-value "
+				"of another stream on hardware queue %u\n",
+				(const void *)s, atomic_load(&g_stall_s), s->hwq % OCF_MAXU(atomic_load(&g_hwq), 1));
+		}
+	}
+	pthread_mutex_unlock(&hwq_mu);
+}
+
+static bool hwq_stop_begin(struct hwq_stop *w)
+{
+	if (!atomic_load(&g_hwq))
+		return false;
+	pthread_mutex_lock(&hwq_mu);
+	w->next = hwq_stops;
+	hwq_stops = w;
+	pthread_mutex_unlock(&hwq_mu);
+	return true;
+}
+
+static void hwq_stop_end(struct hwq_stop *w)
+{
+	pthread_mutex_lock(&hwq_mu);
+	for (struct hwq_stop **pp = &hwq_stops; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	pthread_cond_broadcast(&hwq_cv);
+	pthread_mutex_unlock(&hwq_mu);
+}
+
+FC_EXPORT int fakecuda_hwq_stops(void)
+{
+	int n = 0;
+	pthread_mutex_lock(&hwq_mu);
+	for (const struct hwq_stop *w = hwq_stops; w; w = w->next)
+		n++;
+	pthread_mutex_unlock(&hwq_mu);
+	return n;
+}
+
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
 	if (op->kind == OP_STAGED) {
@@ -1700,8 +1815,14 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		break;
 	case OP_WAIT32:
 	case OP_WAIT64:
-		while (!wait_op_holds(op))
-			sleep_us(20);
+		if (!wait_op_holds(op)) {
+			struct hwq_stop w = {.s = s, .q = s->hwq, .gseq = op->gseq};
+			bool stopped = hwq_stop_begin(&w);
+			while (!wait_op_holds(op))
+				sleep_us(20);
+			if (stopped)
+				hwq_stop_end(&w);
+		}
 		break;
 	case OP_WRITE32:
 		__atomic_store_n((uint32_t *)op->dst, (uint32_t)op->val, __ATOMIC_RELEASE);
@@ -1788,6 +1909,7 @@ static void *stream_worker(void *arg)
 		unsigned d = own >= 0 ? (unsigned)own : atomic_load(&g_delay_us);
 		if (d)
 			sleep_us(d);
+		hwq_enter(s, op);
 		op_run(s, op);
 
 		pthread_mutex_lock(&s->mu);
@@ -1814,6 +1936,7 @@ static struct CUstream_st *stream_new(CUcontext ctx, unsigned flags, int prio, b
 	s->is_default = is_default;
 	s->delay_us = -1;
 	s->refs = 2; /* owner + worker */
+	s->hwq = atomic_fetch_add(&hwq_next, 1); /* its queue: modulo the count */
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -1877,6 +2000,7 @@ static CUresult stream_get(CUstream h, struct CUstream_st **out, CUcontext *ctx_
 static void stream_push(struct CUstream_st *s, struct fc_op *op)
 {
 	op->next = NULL;
+	op->gseq = atomic_fetch_add(&g_gseq, 1) + 1;
 	pthread_mutex_lock(&s->mu);
 	if (s->tail)
 		s->tail->next = op;
@@ -3359,6 +3483,55 @@ FC_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
  * non-blocking stream did not return while a synchronous copy waited for a
  * blocked stream, but launches did: not the API lock; not modelled.) */
 
+/* Is p inside pinned or registered host memory (or any allocation)? */
+static bool host_pinned(const void *p)
+{
+	pthread_mutex_lock(&g_mu);
+	bool pinned = tab_find((uintptr_t)p) != NULL;
+	pthread_mutex_unlock(&g_mu);
+	return pinned;
+}
+
+/* A synchronous copy with pinned host memory: a copy on the legacy stream
+ * that the caller waits for holding the read side of the context's API
+ * lock (seen on an H100: a thread in cuMemcpyDtoH to pinned memory, its
+ * copy held up behind a blocked stream wait on a shared hardware queue,
+ * kept a cuLaunchHostFunc of another thread waiting for the write side,
+ * and with it every asynchronous copy behind that writer).  The pageable
+ * variants wait for the legacy stream without the lock (probe). */
+static CUresult sync_copy_holding_lock(CUcontext c, void *dst, const void *src, size_t n)
+{
+	struct CUstream_st *s;
+	CUresult r = stream_get(CU_STREAM_LEGACY, &s, NULL);
+	if (r != CUDA_SUCCESS)
+		return r;
+	struct fc_op *op = calloc(1, sizeof(*op));
+	if (!op) {
+		stream_put(s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	op->kind = OP_COPY;
+	op->dst = dst;
+	op->src = src;
+	op->n = n;
+	op->ctx = c;
+	struct timespec t0 = mono_now();
+	api_lock(c, LK_READ);
+	lk_doing("a synchronous copy with pinned memory, waiting for it to finish");
+	pthread_mutex_lock(&g_order_mu);
+	implicit_barriers(s, c);
+	stream_push(s, op);
+	pthread_mutex_lock(&s->mu);
+	uint64_t target = s->enq;
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&g_order_mu);
+	stream_wait_done(s, target, &t0);
+	api_unlock();
+	r = stream_take_error(s);
+	stream_put(s);
+	return r;
+}
+
 FC_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
 	ENTER();
@@ -3368,15 +3541,10 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHo
 	void *d;
 	if (!srcHost || dev_range(dstDevice, ByteCount, &d) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (host_pinned(srcHost))
+		return sync_copy_holding_lock(c, d, srcHost, ByteCount);
 	api_pass(c);
 	drain_default();
-	pthread_mutex_lock(&g_mu);
-	bool pinned = tab_find((uintptr_t)srcHost) != NULL;
-	pthread_mutex_unlock(&g_mu);
-	if (pinned) { /* pinned or registered: synchronous */
-		memmove(d, srcHost, ByteCount);
-		return CUDA_SUCCESS;
-	}
 	/* Pageable: CUDA returns once the source is staged; the device
 	 * memory changes later, in order on the legacy stream (seen on an
 	 * H100: a cuFileWrite of device memory right after it read the old
@@ -3402,6 +3570,8 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, si
 	void *s;
 	if (!dstHost || dev_range(srcDevice, ByteCount, &s) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (host_pinned(dstHost))
+		return sync_copy_holding_lock(c, dstHost, s, ByteCount);
 	api_pass(c);
 	drain_default();
 	memmove(dstHost, s, ByteCount);

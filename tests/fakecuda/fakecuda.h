@@ -86,6 +86,16 @@ int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
  * issued right after, may still read the old bytes. */
 void fakecuda_set_pageable_lag_us(unsigned us);
 
+/* Hardware work queues that streams share, round-robin in creation order
+ * (default 8, or FAKECUDA_MAX_CONNECTIONS; 0: none).  While a stream is
+ * stopped at an unsatisfied wait-value, work queued after that wait on
+ * another stream of the same queue (and GPU) does not start.  Returns the
+ * previous count. */
+unsigned fakecuda_set_max_connections(unsigned n);
+/* How many streams are stopped at an unsatisfied wait-value now (counted
+ * while the queue model is on). */
+int fakecuda_hwq_stops(void);
+
 /* The driver lock model (fakecuda.c, DESIGN): each context has a
  * writer-preferring reader/writer API lock that calls queuing stream work
  * take for reading and calls creating or freeing resources take for

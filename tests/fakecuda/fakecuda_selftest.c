@@ -1120,6 +1120,47 @@ static void test_lock_sync_copy_waits_without_lock(void)
 	release_stream(&b);
 }
 
+/* One hardware queue: a stream stopped at a wait holds up later work of
+ * other streams; a synchronous copy with pinned memory held up that way
+ * keeps the read side, so a host-function launch (write side) waits too.
+ * Work queued before the wait, and everything after the release, runs. */
+static void test_hwq_stop_holds_other_streams(void)
+{
+	unsigned old = fakecuda_set_max_connections(1);
+	CUdeviceptr d;
+	CUstream x;
+	void *pin;
+	OK(cuMemAlloc(&d, 4096));
+	OK(cuMemHostAlloc(&pin, 4096, 0));
+	OK(cuStreamCreate(&x, CU_STREAM_NON_BLOCKING));
+	OK(cuMemcpyHtoDAsync(d, pin, 4096, x)); /* queued before the wait */
+	OK(cuStreamSynchronize(x));
+	struct blocked_stream b;
+	block_stream(&b, CU_STREAM_NON_BLOCKING);
+	for (int i = 0; i < 5000 && fakecuda_hwq_stops() == 0; i++)
+		sleep_ms(1);
+	CHECK(fakecuda_hwq_stops() == 1);
+	OK(cuMemcpyHtoDAsync(d, pin, 4096, x)); /* queued after it: held */
+	struct copy_job sj = {d, pin, 4096, NULL, NULL};
+	struct call sc, hf;
+	call_start(&sc, g_ctx0, do_sync_copy, &sj);
+	CHECK(!call_done_within(&sc, 150));
+	CK(cuStreamQuery(x), CUDA_ERROR_NOT_READY);
+	call_start(&hf, g_ctx0, do_host_fn, x);
+	CHECK(!call_done_within(&hf, 150)); /* behind the sync copy's read side */
+	CHECK(report_has("synchronous copy with pinned memory"));
+	__atomic_store_n(b.flag, 1, __ATOMIC_RELEASE);
+	JOIN_OK(&sc);
+	JOIN_OK(&hf);
+	OK(cuStreamSynchronize(x));
+	CHECK(fakecuda_hwq_stops() == 0);
+	release_stream(&b);
+	OK(cuStreamDestroy(x));
+	OK(cuMemFreeHost(pin));
+	OK(cuMemFree(d));
+	fakecuda_set_max_connections(old);
+}
+
 /* FAKECUDA_PIN_SYNCS=1: cuMemHostRegister waits for the streams holding
  * the write side, so a copy from another thread waits too. */
 static void test_lock_pin_syncs_under_write_side(void)
@@ -1185,6 +1226,9 @@ static void test_lock_model_off(void)
 static void test_lock_model(void)
 {
 	fakecuda_set_lock_model(1); /* whatever FAKECUDA_LOCK_MODEL says */
+	/* Hardware queues off, so that which streams share one does not
+	 * decide these cases; test_hwq_stop_holds_other_streams turns them on. */
+	unsigned hwq = fakecuda_set_max_connections(0);
 	OK(cuCtxSetCurrent(g_ctx0));
 	test_lock_writer_preference();
 	test_lock_free_waits_for_blocked_stream();
@@ -1192,6 +1236,9 @@ static void test_lock_model(void)
 	test_lock_sync_copy_waits_without_lock();
 	test_lock_pin_syncs_under_write_side();
 	test_lock_model_off();
+	fakecuda_set_lock_model(1);
+	test_hwq_stop_holds_other_streams();
+	fakecuda_set_max_connections(hwq);
 	CHECK(report_has("no thread holds or waits for an API lock"));
 }
 
