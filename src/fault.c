@@ -137,12 +137,27 @@ ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off)
 	return m < 0 ? -1 : pwrite(fd, buf, (size_t)m, off);
 }
 
-/* For calls that can only fail: true (errno set) when a rule hits. */
-static bool fails(enum ocf_fault_call call)
+ssize_t fault_preadv2(int fd, void *buf, size_t n, off_t off, int flags)
+{
+	ssize_t m = transfer_len(OCF_FAULT_PREADV2, fd, n);
+	if (m < 0)
+		return -1;
+	struct iovec iov = {buf, (size_t)m};
+	return preadv2(fd, &iov, 1, off, flags);
+}
+
+int fault_errno(enum ocf_fault_call call)
 {
 	int err;
 	size_t k;
-	if (!hit(call, &err, &k) || !err)
+	return hit(call, &err, &k) ? err : 0;
+}
+
+/* For calls that can only fail: true (errno set) when a rule hits. */
+static bool fails(enum ocf_fault_call call)
+{
+	int err = fault_errno(call);
+	if (!err)
 		return false;
 	errno = err;
 	return true;
@@ -162,5 +177,11 @@ int fault_uring_res(int res)
 		return res;
 	if (err)
 		return -err;
-	return res > 0 ? (int)shortened(-1, (size_t)res, k) : res;
+	/* Whole 4 KiB blocks, as the kernel completes O_DIRECT transfers
+	 * partially (a ring serves both kinds of descriptor); a completion of
+	 * one block or less is not shortened. */
+	if (res <= 4096)
+		return res;
+	size_t m = ((size_t)res > k ? (size_t)res - k : 1) / 4096 * 4096;
+	return m ? (int)m : res;
 }

@@ -3,10 +3,12 @@
  * fault.h - the file side's system calls, with a fault-injection hook in
  * test builds.
  *
- * The library calls fault_pread(), fault_pwrite(), fault_open(),
- * fault_fstat() and fault_fcntl() where it would call the system directly,
- * and an io_uring completion path passes each completion's result through
- * fault_uring_res().  In an ordinary build (the installed libcufile.so) they
+ * The library calls fault_pread(), fault_pwrite(), fault_preadv2(),
+ * fault_open(), fault_fstat() and fault_fcntl() where it would call the
+ * system directly, an io_uring completion path passes each completion's
+ * result through fault_uring_res(), and the calls that can only fail
+ * (cachestat, statx, io_uring submission and waiting, io_uring buffer
+ * registration) ask fault_errno() first.  In an ordinary build (the installed libcufile.so) they
  * are the plain system calls, inlined: there is no hook and nothing to arm.
  * Only the test variant of the library (libcufile-faultinject.so, built with
  * OCF_FAULT_INJECTION, never installed) routes them through fault.c, whose
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* The calls a rule can target. */
@@ -30,6 +33,12 @@ enum ocf_fault_call {
 	OCF_FAULT_FSTAT,  /* fstat(): handle registration, end-of-file checks */
 	OCF_FAULT_FCNTL,  /* fcntl(): F_GETFL at registration, O_DIRECT toggling */
 	OCF_FAULT_URING,  /* an io_uring completion (cqe->res) */
+	/* Added later; kept after the first six so that their numbers stay. */
+	OCF_FAULT_PREADV2,      /* preadv2(RWF_NOWAIT): page-cache copies of buffered reads */
+	OCF_FAULT_CACHESTAT,    /* cachestat(2): how much of a range the page cache holds */
+	OCF_FAULT_STATX,        /* statx(STATX_DIOALIGN) at registration of an O_DIRECT descriptor */
+	OCF_FAULT_URING_ENTER,  /* io_uring submission and waiting (io_uring_enter) */
+	OCF_FAULT_URING_REGBUF, /* io_uring_register_buffers of a lane's staging buffers */
 	OCF_FAULT_NCALLS
 };
 
@@ -37,6 +46,8 @@ enum ocf_fault_call {
 
 ssize_t fault_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off);
+/* preadv2 of one buffer with `flags` (RWF_NOWAIT). */
+ssize_t fault_preadv2(int fd, void *buf, size_t n, off_t off, int flags);
 int fault_open(const char *path, int flags);
 int fault_fstat(int fd, struct stat *st);
 int fault_fcntl(int fd, int cmd, int arg);
@@ -44,15 +55,29 @@ int fault_fcntl(int fd, int cmd, int arg);
  * rules: the uring path calls res = fault_uring_res(cqe->res) and handles
  * what comes back (-EAGAIN, -EIO, a short count) as a real completion. */
 int fault_uring_res(int res);
+/* For a call that can only fail: counts it, and returns the errno a rule
+ * injects (the caller then skips the call and fails it with that errno),
+ * or 0: make the call. */
+int fault_errno(enum ocf_fault_call call);
 
 #else /* no hook: the system calls themselves */
 
 static inline ssize_t fault_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
 static inline ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
+static inline ssize_t fault_preadv2(int fd, void *buf, size_t n, off_t off, int flags)
+{
+	struct iovec iov = {buf, n};
+	return preadv2(fd, &iov, 1, off, flags);
+}
 static inline int fault_open(const char *path, int flags) { return open(path, flags); }
 static inline int fault_fstat(int fd, struct stat *st) { return fstat(fd, st); }
 static inline int fault_fcntl(int fd, int cmd, int arg) { return fcntl(fd, cmd, arg); }
 static inline int fault_uring_res(int res) { return res; }
+static inline int fault_errno(enum ocf_fault_call call)
+{
+	(void)call;
+	return 0;
+}
 
 #endif /* OCF_FAULT_INJECTION */
 
@@ -67,9 +92,10 @@ static inline int fault_uring_res(int res) { return res; }
 void ocf_fault_fail_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err);
 /* The affected pread/pwrite (or completion) transfer `short_by` bytes fewer
  * than asked, at least one byte: a short read or short write.  On an
- * O_DIRECT descriptor the length is rounded down to whole 4 KiB blocks, as
- * the kernel's partial completions are (a one-block request is not
- * shortened). */
+ * O_DIRECT descriptor, and always for an io_uring completion (whose
+ * descriptor the hook does not see), the length is rounded down to whole
+ * 4 KiB blocks, as the kernel's partial completions are (a one-block
+ * transfer is not shortened).  Calls that can only fail ignore this rule. */
 void ocf_fault_short_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, size_t short_by);
 /* Removes every rule. */
 void ocf_fault_reset(void);

@@ -168,6 +168,9 @@ static long cached_pages(int fd, uint64_t first, uint64_t pages)
 {
 	struct ocf_cachestat_range range = {first * page_size(), pages * page_size()};
 	struct ocf_cachestat cs;
+	int fe = fault_errno(OCF_FAULT_CACHESTAT);
+	if (fe)
+		return -fe;
 	if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
 		return -errno;
 	return (long)cs.nr_cache;
@@ -218,9 +221,8 @@ static ssize_t read_cached_prefix(int fd, char *dst, size_t n, off_t off, size_t
 	if (want == 0)
 		return 0;
 	if (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
-		struct iovec iov = {dst, want};
 		for (;;) {
-			ssize_t r = preadv2(fd, &iov, 1, off, RWF_NOWAIT);
+			ssize_t r = fault_preadv2(fd, dst, want, off, RWF_NOWAIT);
 			if (r >= 0)
 				return r;
 			if (errno == EINTR)

@@ -100,7 +100,8 @@ static unsigned direct_alignment(int fd)
 	unsigned a = 4096;
 #ifdef STATX_DIOALIGN
 	struct statx stx;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 && (stx.stx_mask & STATX_DIOALIGN)) {
+	if (!fault_errno(OCF_FAULT_STATX) && statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN)) {
 		a = OCF_MAX(a, stx.stx_dio_offset_align);
 		a = OCF_MAX(a, stx.stx_dio_mem_align);
 	}

@@ -18,7 +18,9 @@
  * back to pread/pwrite for good: logged once at INFO, never an error.
  *
  * Every completion result passes through uring_reap(), so a fault (EAGAIN,
- * EIO, a short transfer) can be injected in one place.
+ * EIO, a short transfer) can be injected in one place; submission and
+ * waiting (OCF_FAULT_URING_ENTER) and the buffer registration can be
+ * failed too (fault.h).
  */
 #define _GNU_SOURCE
 #include "uring.h"
@@ -102,7 +104,9 @@ struct ocf_ring *uring_ring_get(struct ocf_lane *lane)
 	for (int i = 0; i < lane->depth; i++)
 		r->iov[i] = (struct iovec){.iov_base = lane->bufs[i].buf, .iov_len = lane->bufs[i].size};
 	r->nbufs = lane->depth;
-	e = io_uring_register_buffers(&r->ring, r->iov, (unsigned)r->nbufs);
+	e = -fault_errno(OCF_FAULT_URING_REGBUF);
+	if (!e)
+		e = io_uring_register_buffers(&r->ring, r->iov, (unsigned)r->nbufs);
 	r->fixed = e == 0;
 	if (e < 0) {
 		static bool logged; /* once per process; relaxed: a repeat is harmless */
@@ -173,7 +177,9 @@ int uring_reap(struct ocf_ring *r, uint64_t *tag, ssize_t *res)
 	/* Submits what is queued and waits for one completion in one system
 	 * call; what a partial submission left queued goes with the next. */
 	while (r->queued) {
-		e = io_uring_submit_and_wait(&r->ring, 1);
+		e = -fault_errno(OCF_FAULT_URING_ENTER);
+		if (!e)
+			e = io_uring_submit_and_wait(&r->ring, 1);
 		if (e == -EINTR || e == -EAGAIN)
 			continue;
 		if (e < 0)
@@ -187,9 +193,11 @@ int uring_reap(struct ocf_ring *r, uint64_t *tag, ssize_t *res)
 		}
 	}
 	if (e >= 0) {
-		do
-			e = io_uring_wait_cqe(&r->ring, &cqe);
-		while (e == -EINTR || e == -EAGAIN);
+		do {
+			e = -fault_errno(OCF_FAULT_URING_ENTER);
+			if (!e)
+				e = io_uring_wait_cqe(&r->ring, &cqe);
+		} while (e == -EINTR || e == -EAGAIN);
 	}
 	if (e < 0) {
 		log_error("io_uring: waiting for a completion failed: %s", strerror(-e));

@@ -9,7 +9,10 @@
  * returned, no copy it queued may still land in the caller's memory (the
  * fake's streams are slowed down so that a copy left in flight shows).
  * SQLite-style: fail the 1st, 2nd, ... call until the operation no longer
- * reaches the fault.
+ * reaches the fault.  Each listed function must be reached at least once:
+ * a request of 64 KiB or less for the synchronous copies, and for the
+ * stream synchronisation (which drains the staging stream only after a
+ * failure stopped the request) with an asynchronous copy refused first.
  */
 #include "test.h"
 #include "fakecuda.h"
@@ -18,6 +21,8 @@
 #define EXPECT_COPY_FAILURE (-CU_FILE_CUDA_DRIVER_ERROR)
 
 #define SIZE (9 * T_MIB + 17)
+/* Copied synchronously (cuMemcpyHtoD_v2 / cuMemcpyDtoH_v2). */
+#define SMALL_SIZE 5000
 #define FOFF 4095
 #define BOFF 3
 #define GUARD 4096
@@ -30,51 +35,95 @@
 #define WATCH_US 100000
 
 static CUfileHandle_t fh;
-static int check_fd;
+static int fd, check_fd;
+static bool buf_registered;
 static CUdeviceptr dev;
 static uint8_t *host;
 
-static void check_error_value(ssize_t r)
+/* One fault loop: `func` fails at its 1st, 2nd ... call during a request of
+ * `size` bytes; `stop` (or NULL) is a copy refused at its STOP_NTH-th call
+ * in every iteration, so that the request stops and its stream is
+ * drained. */
+struct fcase {
+	const char *func;
+	size_t size;
+	const char *stop;
+};
+#define STOP_NTH 3
+
+/* A lane whose staging stream could not be drained is discarded, and the
+ * library makes lanes only when a GPU is brought up (driver open): after a
+ * few failed drains no lane is left, and staged I/O fails with
+ * CU_FILE_CUDA_DRIVER_ERROR until the driver is reopened.  The stream
+ * synchronisation loop therefore checks recovery after a reopen. */
+static void reopen(void)
+{
+	CUdeviceptr d = dev;
+	cuFileHandleDeregister(fh);
+	T_CUFILE_OK(cuFileDriverClose());
+	T_CUFILE_OK(cuFileDriverOpen());
+	fh = t_register_fd(fd);
+	if (buf_registered)
+		T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)d, ALLOC, 0));
+}
+
+static void check_error_value(ssize_t r, size_t size)
 {
 	char b[128];
 
 	if (r < 0 && r != EXPECT_COPY_FAILURE)
 		T_FAIL("failed copy gave %s, expected a byte count or %s",
 		       t_io_ret_str(r, errno, b, sizeof(b)), CUFILE_ERRSTR(EXPECT_COPY_FAILURE));
-	if (r > (ssize_t)SIZE)
-		T_FAIL("returned %zd > requested %zu", r, (size_t)SIZE);
+	if (r > (ssize_t)size)
+		T_FAIL("returned %zd > requested %zu", r, size);
 }
 
-static void read_faults(const char *func)
+static void read_faults(const struct fcase *c)
 {
 	void *base = (void *)(uintptr_t)(dev + GUARD);
+	const char *func = c->func;
+	const size_t size = c->size;
 	int hits = 0;
 
 	for (unsigned long nth = 1; nth <= MAX_NTH; nth++) {
-		t_set_case("cuFileRead, fail call %lu of %s", nth, func);
+		t_set_case("cuFileRead of %zu, fail call %lu of %s%s%s", size, nth, func, c->stop ? " after " : "",
+			   c->stop ? c->stop : "");
 		t_dev_fill(dev, T_POISON, ALLOC);
 		unsigned long before = fakecuda_call_count(func);
 		fakecuda_fail_nth(func, nth, CUDA_ERROR_UNKNOWN);
+		if (c->stop)
+			fakecuda_fail_nth(c->stop, STOP_NTH, CUDA_ERROR_UNKNOWN);
 		errno = 0;
-		ssize_t r = cuFileRead(fh, base, SIZE, FOFF, BOFF);
+		ssize_t r = cuFileRead(fh, base, size, FOFF, BOFF);
 		unsigned long calls = fakecuda_call_count(func) - before;
 		fakecuda_reset_faults();
 		t_dev_get(host, dev, ALLOC);
 
 		const uint8_t *dst = host + GUARD + BOFF;
 		if (t_check_fill(host, GUARD + BOFF, T_POISON, "guard before") ||
-		    t_check_fill(dst + SIZE, GUARD, T_POISON, "guard after"))
+		    t_check_fill(dst + size, ALLOC - GUARD - BOFF - size, T_POISON, "guard after"))
 			T_FAIL("bytes outside the range changed");
 		if (calls < nth) {
+			fprintf(stderr, "%s (%zu bytes%s%s): read faults injected: %d\n", func, size,
+				c->stop ? ", after a refused " : "", c->stop ? c->stop : "", hits);
+			if (hits == 0)
+				T_FAIL("%s: the read never reached it", func);
+			if (c->stop) {
+				/* The stopping copy failed the call. */
+				check_error_value(r, size);
+				T_ASSERT(r < (ssize_t)size);
+				if (r > 0 && t_check_pattern(dst, (size_t)r, FOFF, 0, "bytes reported as read"))
+					T_FAIL("returned %zd but those bytes are not all in device memory", r);
+				return;
+			}
 			/* The fault was not reached: a complete, correct read. */
-			T_EQ(r, SIZE);
-			if (t_check_pattern(dst, SIZE, FOFF, 0, "data"))
+			T_EQ(r, size);
+			if (t_check_pattern(dst, size, FOFF, 0, "data"))
 				T_FAIL("bad data");
-			fprintf(stderr, "%s: read faults injected: %d\n", func, hits);
 			return;
 		}
 		hits++;
-		check_error_value(r);
+		check_error_value(r, size);
 		if (r > 0 && t_check_pattern(dst, (size_t)r, FOFF, 0, "bytes reported as read"))
 			T_FAIL("returned %zd but those bytes are not all in device memory", r);
 		/* Nothing the failed call queued lands after it returned. */
@@ -85,6 +134,8 @@ static void read_faults(const char *func)
 			T_FAIL("a copy of the failed cuFileRead landed after it returned");
 		/* The library recovers. */
 		t_set_case("cuFileRead after failing call %lu of %s", nth, func);
+		if (c->stop)
+			reopen();
 		struct t_mem m = { T_MEM_DEVICE, (void *)(uintptr_t)dev, ALLOC };
 		if (t_read_and_verify(fh, &m, GUARD, 1 * T_MIB + 3, 1, BOFF, 1 * T_MIB + 3, 0))
 			T_FAIL("read after a fault failed");
@@ -92,37 +143,54 @@ static void read_faults(const char *func)
 	T_FAIL("%s: the read still reached the fault after %d calls", func, MAX_NTH);
 }
 
-static void write_faults(const char *func)
+static void write_faults(const struct fcase *c)
 {
 	void *base = (void *)(uintptr_t)(dev + GUARD);
+	const char *func = c->func;
+	const size_t size = c->size;
 	uint8_t *src = malloc(ALLOC), *back = malloc(SIZE);
 	int hits = 0;
 
 	T_ASSERT(src && back);
 	t_fill_pattern(src + GUARD + BOFF, SIZE, FOFF, 31);
 	for (unsigned long nth = 1; nth <= MAX_NTH; nth++) {
-		t_set_case("cuFileWrite, fail call %lu of %s", nth, func);
+		t_set_case("cuFileWrite of %zu, fail call %lu of %s%s%s", size, nth, func, c->stop ? " after " : "",
+			   c->stop ? c->stop : "");
 		t_dev_put(dev, src, ALLOC);
 		unsigned long before = fakecuda_call_count(func);
 		fakecuda_fail_nth(func, nth, CUDA_ERROR_UNKNOWN);
+		if (c->stop)
+			fakecuda_fail_nth(c->stop, STOP_NTH, CUDA_ERROR_UNKNOWN);
 		errno = 0;
-		ssize_t r = cuFileWrite(fh, base, SIZE, FOFF, BOFF);
+		ssize_t r = cuFileWrite(fh, base, size, FOFF, BOFF);
 		unsigned long calls = fakecuda_call_count(func) - before;
 		fakecuda_reset_faults();
-		T_EQ_U(t_pread_full(check_fd, back, SIZE, FOFF), SIZE);
+		T_EQ_U(t_pread_full(check_fd, back, size, FOFF), size);
 		T_EQ_U(t_file_size(check_fd), FLEN);
-		if (calls < nth) {
-			T_EQ(r, SIZE);
-			if (t_check_pattern(back, SIZE, FOFF, 31, "file"))
+		if (calls < nth && !c->stop) {
+			T_EQ(r, size);
+			if (t_check_pattern(back, size, FOFF, 31, "file"))
 				T_FAIL("bad write");
-			t_pwrite_pattern(check_fd, FOFF, SIZE, 0);
-			fprintf(stderr, "%s: write faults injected: %d\n", func, hits);
+			t_pwrite_pattern(check_fd, FOFF, size, 0);
+		}
+		if (calls < nth) {
+			fprintf(stderr, "%s (%zu bytes%s%s): write faults injected: %d\n", func, size,
+				c->stop ? ", after a refused " : "", c->stop ? c->stop : "", hits);
+			if (hits == 0)
+				T_FAIL("%s: the write never reached it", func);
+			if (c->stop) {
+				check_error_value(r, size);
+				T_ASSERT(r < (ssize_t)size);
+				if (r > 0 && t_check_pattern(back, (size_t)r, FOFF, 31, "bytes reported as written"))
+					T_FAIL("returned %zd but those bytes are not all in the file", r);
+				t_pwrite_pattern(check_fd, FOFF, size, 0);
+			}
 			free(src);
 			free(back);
 			return;
 		}
 		hits++;
-		check_error_value(r);
+		check_error_value(r, size);
 		if (r > 0 && t_check_pattern(back, (size_t)r, FOFF, 31, "bytes reported as written"))
 			T_FAIL("returned %zd but those bytes are not all in the file", r);
 		/* Nothing before the range. */
@@ -130,10 +198,12 @@ static void write_faults(const char *func)
 		T_EQ_U(t_pread_full(check_fd, before_buf, sizeof(before_buf), FOFF - 4095), 4095 + 1);
 		if (t_check_pattern(before_buf, 4095, 0, 0, "file before the range"))
 			T_FAIL("write touched bytes before the range");
-		t_pwrite_pattern(check_fd, FOFF, SIZE, 0);
+		t_pwrite_pattern(check_fd, FOFF, size, 0);
 		/* The library recovers: a new write (new pattern) lands intact,
 		 * not mixed with staged bytes of the failed one. */
 		t_set_case("cuFileWrite after failing call %lu of %s", nth, func);
+		if (c->stop)
+			reopen();
 		struct t_mem m = { T_MEM_DEVICE, (void *)(uintptr_t)dev, ALLOC };
 		if (t_write_and_verify(fh, &m, GUARD, SIZE, FOFF, BOFF, check_fd, FLEN, 32, 0))
 			T_FAIL("write after a fault failed");
@@ -145,7 +215,7 @@ int main(void)
 {
 	t_cuda_require();
 	const char *path = t_make_pattern_file(FLEN, 0);
-	int fd = t_open(path, O_RDWR);
+	fd = t_open(path, O_RDWR);
 	check_fd = t_open(path, O_RDWR);
 	host = malloc(ALLOC);
 	T_ASSERT(host != NULL);
@@ -154,30 +224,39 @@ int main(void)
 	fh = t_register_fd(fd);
 	dev = t_dev_alloc(ALLOC);
 
-	static const char *read_funcs[] = { "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoD_v2",
-					    "cuEventRecord", "cuEventSynchronize",
-					    "cuStreamSynchronize" };
-	static const char *write_funcs[] = { "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoH_v2",
-					     "cuEventRecord", "cuEventSynchronize",
-					     "cuStreamSynchronize" };
+	static const struct fcase read_funcs[] = {
+		{"cuMemcpyHtoDAsync_v2", SIZE, NULL},
+		{"cuMemcpyHtoD_v2", SMALL_SIZE, NULL},
+		{"cuEventRecord", SIZE, NULL},
+		{"cuEventSynchronize", SIZE, NULL},
+		{"cuStreamSynchronize", SIZE, "cuMemcpyHtoDAsync_v2"},
+	};
+	static const struct fcase write_funcs[] = {
+		{"cuMemcpyDtoHAsync_v2", SIZE, NULL},
+		{"cuMemcpyDtoH_v2", SMALL_SIZE, NULL},
+		{"cuEventRecord", SIZE, NULL},
+		{"cuEventSynchronize", SIZE, NULL},
+		{"cuStreamSynchronize", SIZE, "cuMemcpyDtoHAsync_v2"},
+	};
 	for (int reg = 0; reg < 2; reg++) {
 		fprintf(stderr, "--- %s buffer\n", reg ? "registered" : "unregistered");
 		if (reg)
 			T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)dev, ALLOC, 0));
+		buf_registered = reg;
 		/* Slow streams, so that a copy left in flight by a failed call
 		 * lands after the call returned and is seen. */
 		fakecuda_set_stream_delay_us(STREAM_DELAY_US);
 		unsigned long copies = fakecuda_call_count("cuMemcpyHtoDAsync_v2") +
 				       fakecuda_call_count("cuMemcpyHtoD_v2");
 		for (size_t i = 0; i < sizeof(read_funcs) / sizeof(read_funcs[0]); i++)
-			read_faults(read_funcs[i]);
+			read_faults(&read_funcs[i]);
 		if (fakecuda_call_count("cuMemcpyHtoDAsync_v2") +
 			    fakecuda_call_count("cuMemcpyHtoD_v2") == copies)
 			T_FAIL("reads into device memory never called cuMemcpyHtoD(Async)_v2");
 		copies = fakecuda_call_count("cuMemcpyDtoHAsync_v2") +
 			 fakecuda_call_count("cuMemcpyDtoH_v2");
 		for (size_t i = 0; i < sizeof(write_funcs) / sizeof(write_funcs[0]); i++)
-			write_faults(write_funcs[i]);
+			write_faults(&write_funcs[i]);
 		if (fakecuda_call_count("cuMemcpyDtoHAsync_v2") +
 			    fakecuda_call_count("cuMemcpyDtoH_v2") == copies)
 			T_FAIL("writes from device memory never called cuMemcpyDtoH(Async)_v2");

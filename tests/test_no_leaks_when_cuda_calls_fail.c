@@ -7,24 +7,55 @@
  * return, nothing crashes or hangs, no call reports more bytes than are
  * correct, and after the close the pinned allocations, host registrations,
  * streams, device allocations and fds are back to their starting counts;
- * a clean session afterwards works.
+ * a clean session afterwards works.  Every listed function must be reached
+ * at least once, unless the table says why the session cannot reach it
+ * (then one faulted session checks that it is not reached), and the loop
+ * must end before MAX_NTH.
  */
 #include "test.h"
 #include "fakecuda.h"
 
-#define MAX_NTH 24
+#define MAX_NTH 40
 
-/* Driver functions the library calls (the test's own copies use the
- * synchronous cuMemcpyHtoD_v2/cuMemcpyDtoH_v2, so those are not faulted). */
-static const char *funcs[] = {
-	"cuMemHostAlloc",        "cuMemHostRegister_v2",   "cuStreamCreate",
-	"cuEventCreate",         "cuEventRecord",          "cuEventSynchronize",
-	"cuStreamSynchronize",   "cuCtxSetCurrent",        "cuDevicePrimaryCtxRetain",
-	"cuPointerGetAttribute", "cuPointerGetAttributes", "cuMemGetAddressRange_v2",
-	"cuPointerSetAttribute", "cuMemcpyHtoDAsync_v2",   "cuMemcpyDtoHAsync_v2",
-	"cuCtxPushCurrent_v2",   "cuCtxPopCurrent_v2",     "cuDeviceGetCount",
-	"cuDeviceGetAttribute",  "cuCtxGetCurrent",
+/* Driver functions the library resolves (the test's own copies use the
+ * synchronous cuMemcpyHtoD_v2/cuMemcpyDtoH_v2, so those are not faulted),
+ * and, for those a session cannot reach, why. */
+static const struct {
+	const char *fn;
+	const char *not_reached; /* NULL: the session must reach it */
+} funcs[] = {
+	{"cuMemHostAlloc", NULL},
+	/* Staging arenas are registered with OPENCUFILE_STAGING_REGISTER=1
+	 * (set for this function). */
+	{"cuMemHostRegister_v2", NULL},
+	{"cuStreamCreate", NULL},
+	{"cuEventCreate", NULL},
+	{"cuEventRecord", NULL},
+	{"cuEventSynchronize", NULL},
+	{"cuStreamSynchronize", "a staging stream is drained only after another failure stopped the request "
+				"(test_io_cuda_copy_failure_never_overreports faults it)"},
+	{"cuCtxSetCurrent", "resolved by the loader, never called: the library pushes and pops its context"},
+	{"cuDevicePrimaryCtxRetain", NULL},
+	{"cuPointerGetAttribute", NULL},
+	{"cuPointerGetAttributes", NULL},
+	{"cuMemGetAddressRange_v2", "resolved by the loader, never called: the range comes from "
+				    "cuPointerGetAttributes"},
+	{"cuPointerSetAttribute", NULL},
+	{"cuMemcpyHtoDAsync_v2", NULL},
+	{"cuMemcpyDtoHAsync_v2", NULL},
+	{"cuCtxPushCurrent_v2", NULL},
+	{"cuCtxPopCurrent_v2", NULL},
+	{"cuDeviceGetCount", "called once per process, when the library loads the driver (before the first "
+			     "session)"},
+	{"cuDeviceGetAttribute", "resolved by the loader, never called"},
+	{"cuCtxGetCurrent", "called once per process, when the library loads the driver (before the first "
+			    "session)"},
 };
+
+/* The session's write: pipelined (over 64 KiB), so that its copies are
+ * asynchronous. */
+#define WSIZE (1 * T_MIB + 5)
+#define WOFF (2 * T_MIB)
 
 struct counts {
 	size_t pinned, host_reg, streams, dev_allocs;
@@ -78,13 +109,24 @@ static void session(bool strict)
 					T_FAIL("read reported %zd bytes that are not all there", r);
 				free(h);
 			}
-			r = cuFileWrite(fh, dev.ptr, 4096, 1 * T_MIB, 1);
+			/* Write a new pattern (seed 5) from buffer offset 1: the
+			 * file must hold it over every byte the call reports. */
+			t_mem_put_pattern(&dev, 1, WSIZE, WOFF, 5);
+			r = cuFileWrite(fh, dev.ptr, WSIZE, WOFF, 1);
 			if (strict)
-				T_EQ(r, 4096);
-			/* Writing the file's own bytes back (shifted by one) is not
-			 * a change; restore to keep the pattern exact anyway. */
+				T_EQ(r, WSIZE);
+			if (r > (ssize_t)WSIZE)
+				T_FAIL("write returned %zd > %zu", r, (size_t)WSIZE);
 			int cfd = t_open(path, O_RDWR);
-			t_pwrite_pattern(cfd, 1 * T_MIB, 4096, 0);
+			if (r > 0) {
+				uint8_t *h = malloc((size_t)r);
+				T_ASSERT(h != NULL);
+				T_EQ_U(t_pread_full(cfd, h, (size_t)r, WOFF), (size_t)r);
+				if (t_check_pattern(h, (size_t)r, WOFF, 5, "bytes reported as written"))
+					T_FAIL("write reported %zd bytes that are not all in the file", r);
+				free(h);
+			}
+			t_pwrite_pattern(cfd, WOFF, WSIZE, 0);
 			close(cfd);
 		}
 		(void)cuFileBufDeregister(dev.ptr);
@@ -110,13 +152,19 @@ int main(void)
 	snap(&start);
 
 	for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++) {
+		const char *fn = funcs[i].fn;
 		int hits = 0;
-		for (unsigned long nth = 1; nth <= MAX_NTH; nth++) {
-			t_set_case("fail call %lu of %s", nth, funcs[i]);
-			unsigned long before = fakecuda_call_count(funcs[i]);
-			fakecuda_fail_nth(funcs[i], nth, CUDA_ERROR_OUT_OF_MEMORY);
+		bool pin_register = !strcmp(fn, "cuMemHostRegister_v2");
+		if (pin_register)
+			setenv("OPENCUFILE_STAGING_REGISTER", "1", 1);
+		unsigned long max = funcs[i].not_reached ? 1 : MAX_NTH;
+		unsigned long nth;
+		for (nth = 1; nth <= max; nth++) {
+			t_set_case("fail call %lu of %s", nth, fn);
+			unsigned long before = fakecuda_call_count(fn);
+			fakecuda_fail_nth(fn, nth, CUDA_ERROR_OUT_OF_MEMORY);
 			session(false);
-			unsigned long calls = fakecuda_call_count(funcs[i]) - before;
+			unsigned long calls = fakecuda_call_count(fn) - before;
 			fakecuda_reset_faults();
 			snap(&now);
 			T_EQ_U(now.pinned, start.pinned);
@@ -124,16 +172,25 @@ int main(void)
 			T_EQ_U(now.streams, start.streams);
 			T_EQ_U(now.dev_allocs, start.dev_allocs);
 			if (now.fds != start.fds) {
-		t_dump_fds();
-		T_EQ(now.fds, start.fds);
-	}
+				t_dump_fds();
+				T_EQ(now.fds, start.fds);
+			}
 			if (calls < nth)
 				break;
 			hits++;
 		}
-		fprintf(stderr, "%-26s faults injected: %d\n", funcs[i], hits);
-		t_set_case("clean session after faults in %s", funcs[i]);
+		fprintf(stderr, "%-26s faults injected: %d%s%s\n", fn, hits, funcs[i].not_reached ? "; not reached: " : "",
+			funcs[i].not_reached ? funcs[i].not_reached : "");
+		if (funcs[i].not_reached && hits)
+			T_FAIL("%s was reached, but is listed as not reached (%s)", fn, funcs[i].not_reached);
+		if (!funcs[i].not_reached && hits == 0)
+			T_FAIL("%s: the session never reached it", fn);
+		if (!funcs[i].not_reached && nth > MAX_NTH)
+			T_FAIL("%s: still reached at call %d", fn, MAX_NTH);
+		t_set_case("clean session after faults in %s", fn);
 		session(true);
+		if (pin_register)
+			unsetenv("OPENCUFILE_STAGING_REGISTER");
 	}
 	t_mem_free(&dev);
 	return 0;

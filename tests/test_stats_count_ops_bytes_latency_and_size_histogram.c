@@ -1,10 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Level 2 counters after known I/O: ops ok/err, bytes, latency sums and
- * averages, bandwidth, registration counters (a read rejected as an argument
+ * averages (the average is the sum over the operations; a userspace file
+ * system whose calls sleep a known time bounds the sums from below),
+ * bandwidth, registration counters (a read rejected as an argument
  * error, -1 with errno EINVAL, is an error op), the size histogram buckets
  * ([2^(i-1), 2^i) KiB in bucket i, < 1 KiB in bucket 0); Stop freezes the
  * counters, Reset zeroes them. */
 #include "config_test_util.h"
+
+/* A userspace file system whose every call takes at least SLOW_US. */
+#define SLOW_US 3000
+
+static void sleep_slow(void)
+{
+	struct timespec ts = {0, SLOW_US * 1000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static ssize_t slow_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAInfo_t *rdma)
+{
+	(void)h, (void)off, (void)rdma;
+	sleep_slow();
+	memset(buf, 0, n);
+	return (ssize_t)n;
+}
+
+static ssize_t slow_write(void *h, const char *buf, size_t n, loff_t off, cufileRDMAInfo_t *rdma)
+{
+	(void)h, (void)buf, (void)off, (void)rdma;
+	sleep_slow();
+	return (ssize_t)n;
+}
+
+static const char *slow_type(void *h)
+{
+	(void)h;
+	return "slowfs";
+}
 
 int main(void)
 {
@@ -37,7 +70,9 @@ int main(void)
 	T_EQ_U(b->hdl_register_ops.ok, 1);
 	T_EQ_U(b->buf_register_ops.ok, 1);
 	T_EQ_U(b->buf_register_ops.err, 1);
-	T_LE_U(b->read_lat_avg_us * 5, b->read_lat_sum_us);
+	/* Average latency = sum / operations (the failed read included). */
+	T_EQ_U(b->read_lat_avg_us, b->read_lat_sum_us / 5);
+	T_EQ_U(b->write_lat_avg_us, b->write_lat_sum_us / 1);
 	T_ASSERT(b->read_bw_bytes_per_sec > 0);
 	T_EQ_U(s.read_size_kb_hist[0], 1);
 	T_EQ_U(s.read_size_kb_hist[3], 1);
@@ -69,6 +104,31 @@ int main(void)
 	T_CUFILE_OK(cuFileGetStatsL2(&s));
 	T_EQ_U(s.basic.buf_deregister_ops.ok, 1);
 	T_EQ_U(s.basic.hdl_deregister_ops.ok, 1);
+	/* Latency: 3 reads and 2 writes of at least SLOW_US each. */
+	static CUfileFSOps_t ops = {.fs_type = slow_type, .read = slow_read, .write = slow_write};
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_USERSPACE_FS;
+	d.handle.handle = &ops;
+	d.fs_ops = &ops;
+	CUfileHandle_t slow;
+	T_CUFILE_OK(cuFileHandleRegister(&slow, &d));
+	T_CUFILE_OK(cuFileStatsReset());
+	for (int i = 0; i < 3; i++)
+		T_IO(cuFileRead(slow, buf, 4096, 0, 0), 4096);
+	for (int i = 0; i < 2; i++)
+		T_IO(cuFileWrite(slow, buf, 4096, 0, 0), 4096);
+	T_CUFILE_OK(cuFileGetStatsL2(&s));
+	T_EQ_U(s.basic.read_ops.ok, 3);
+	T_EQ_U(s.basic.write_ops.ok, 2);
+	T_LE_U(3 * SLOW_US, s.basic.read_lat_sum_us);
+	T_LE_U(2 * SLOW_US, s.basic.write_lat_sum_us);
+	T_EQ_U(s.basic.read_lat_avg_us, s.basic.read_lat_sum_us / 3);
+	T_EQ_U(s.basic.write_lat_avg_us, s.basic.write_lat_sum_us / 2);
+	T_LE_U(SLOW_US, s.basic.read_lat_avg_us);
+	T_LE_U(SLOW_US, s.basic.write_lat_avg_us);
+	cuFileHandleDeregister(slow);
+
 	close(fd);
 	free(buf);
 	T_CUFILE_OK(cuFileDriverClose());
