@@ -1,11 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cufile.h - the cuFile API (GPUDirect Storage 1.15 interface) as implemented
- * by opencufile.  Names, values and layouts follow the public interface so
- * that programs written for the cuFile API compile and link unchanged.
+ * cufile.h - the cuFile API (GPUDirect Storage 1.15 to 1.19 interfaces) as
+ * implemented by opencufile.  Names, values and layouts follow the public
+ * interface so that programs written for the cuFile API compile and link
+ * unchanged.
+ *
+ * OPENCUFILE_API_VERSION selects the surface a program is written for
+ * (1000 * major + 10 * minor; default: the newest, 1190).  Define it before
+ * including this header, e.g. -DOPENCUFILE_API_VERSION=1150, to build a
+ * program written for cuFile 1.15 exactly as it was: without the names of
+ * later versions, with the 1.15 statistics layout, and with the file-system
+ * callbacks that take non-const pointers (1.17 made them const; a C++
+ * program with non-const callbacks compiles only with a value below 1170).
+ * Every selection runs against the same library.
  */
 #ifndef CUFILE_H_
 #define CUFILE_H_
+
+#ifndef OPENCUFILE_API_VERSION
+#define OPENCUFILE_API_VERSION 1190
+#endif
+/* The newest interface version the library implements. */
+#define OPENCUFILE_API_VERSION_MAX 1190
+
+/* const on the file-system callbacks' pointers from 1.17 on. */
+#if OPENCUFILE_API_VERSION >= 1170
+#define CUFILE_FSOPS_CONST_ const
+#else
+#define CUFILE_FSOPS_CONST_
+#endif
 
 #include <cuda.h>
 #include <stdbool.h>
@@ -167,13 +190,28 @@ typedef enum CUfileDriverStatusFlags {
 	CU_FILE_SCALEFLUX_CSD_SUPPORTED = 7,
 	CU_FILE_NVMESH_SUPPORTED = 8,
 	CU_FILE_BEEGFS_SUPPORTED = 9,
-	CU_FILE_NVME_P2P_SUPPORTED = 11,
+	CU_FILE_NVME_P2P_SUPPORTED = 11, /* deprecated since 1.16 */
 	CU_FILE_SCATEFS_SUPPORTED = 12
+#if OPENCUFILE_API_VERSION >= 1160
+	,
+	CU_FILE_VIRTIOFS_SUPPORTED = 13,
+	CU_FILE_MAX_TARGET_TYPES = 14
+#endif
 } CUfileDriverStatusFlags_t;
 
 typedef enum CUfileDriverControlFlags {
 	CU_FILE_USE_POLL_MODE = 0,
 	CU_FILE_ALLOW_COMPAT_MODE = 1
+#if OPENCUFILE_API_VERSION >= 1170
+	,
+	CU_FILE_POSIX_IO_MODE = 2,
+	CU_FILE_FALLBACK_IO_MODE = 4
+#endif
+#if OPENCUFILE_API_VERSION >= 1190
+	,
+	/* The 1.19 name of CU_FILE_POSIX_IO_MODE (value presumed unchanged). */
+	CU_FILE_VANILLA_POSIX_IO_MODE = 2
+#endif
 } CUfileDriverControlFlags_t;
 
 typedef enum CUfileFeatureFlags {
@@ -181,7 +219,27 @@ typedef enum CUfileFeatureFlags {
 	CU_FILE_BATCH_IO_SUPPORTED = 1,
 	CU_FILE_STREAMS_SUPPORTED = 2,
 	CU_FILE_PARALLEL_IO_SUPPORTED = 3
+#if OPENCUFILE_API_VERSION >= 1160
+	,
+	CU_FILE_P2P_SUPPORTED = 4 /* PCI P2PDMA available */
+#endif
 } CUfileFeatureFlags_t;
+
+#if OPENCUFILE_API_VERSION >= 1160
+/* Peer-to-peer transports, as bit numbers of a CUfileP2PFlags_t mask. */
+typedef enum CUfileP2PFlags {
+	CUFILE_P2PDMA = 0,
+	CUFILE_NVFS = 1,
+	CUFILE_DMABUF = 2,
+	CUFILE_C2C = 3,
+	CUFILE_NVIDIA_PEERMEM = 4
+} CUfileP2PFlags_t;
+
+#define CU_FILE_P2P_FLAG_PCI_P2PDMA ((CUfileP2PFlags_t)(1 << CUFILE_P2PDMA))
+#define CU_FILE_P2P_FLAG_NVFS ((CUfileP2PFlags_t)(1 << CUFILE_NVFS))
+#define CU_FILE_P2P_FLAG_DMABUF ((CUfileP2PFlags_t)(1 << CUFILE_DMABUF))
+#define CU_FILE_P2P_FLAG_C2C ((CUfileP2PFlags_t)(1 << CUFILE_C2C))
+#endif
 
 typedef struct CUfileDrvProps {
 	struct {
@@ -213,12 +271,16 @@ typedef struct cufileRDMAInfo {
 #define CU_FILE_RDMA_REGISTER 1
 #define CU_FILE_RDMA_RELAXED_ORDERING (1 << 1)
 
+/* Same layout with or without const (see OPENCUFILE_API_VERSION). */
 typedef struct CUfileFSOps {
-	const char *(*fs_type)(void *handle);
-	int (*getRDMADeviceList)(void *handle, sockaddr_t **hostaddrs);
-	int (*getRDMADevicePriority)(void *handle, char *, size_t, loff_t, sockaddr_t *hostaddr);
-	ssize_t (*read)(void *handle, char *, size_t, loff_t, cufileRDMAInfo_t *);
-	ssize_t (*write)(void *handle, const char *, size_t, loff_t, cufileRDMAInfo_t *);
+	const char *(*fs_type)(CUFILE_FSOPS_CONST_ void *handle);
+	int (*getRDMADeviceList)(CUFILE_FSOPS_CONST_ void *handle, sockaddr_t **hostaddrs);
+	int (*getRDMADevicePriority)(CUFILE_FSOPS_CONST_ void *handle, char *, size_t, loff_t,
+				     CUFILE_FSOPS_CONST_ sockaddr_t *hostaddr);
+	ssize_t (*read)(CUFILE_FSOPS_CONST_ void *handle, char *, size_t, loff_t,
+			CUFILE_FSOPS_CONST_ cufileRDMAInfo_t *);
+	ssize_t (*write)(CUFILE_FSOPS_CONST_ void *handle, const char *, size_t, loff_t,
+			 CUFILE_FSOPS_CONST_ cufileRDMAInfo_t *);
 } CUfileFSOps_t;
 
 enum CUfileFileHandleType {
@@ -282,6 +344,14 @@ typedef struct CUfileIOEvents {
 
 typedef void *CUfileBatchHandle_t;
 
+#if OPENCUFILE_API_VERSION >= 1190
+/* One piece of a cuFileReadv/cuFileWritev vector. */
+typedef struct CUfileIOVec {
+	void *base;
+	size_t len;
+} CUfileIOVec_t;
+#endif
+
 /* --------------------------------------------------------------- streams */
 
 #define CU_FILE_STREAM_FIXED_BUF_OFFSET 1
@@ -319,17 +389,31 @@ typedef enum CUFileBoolConfigParameter_t {
 	CUFILE_PARAM_FORCE_ODIRECT_MODE,
 	CUFILE_PARAM_SKIP_TOPOLOGY_DETECTION,
 	CUFILE_PARAM_STREAM_MEMOPS_BYPASS
+#if OPENCUFILE_API_VERSION >= 1190
+	,
+	CUFILE_PARAM_PROPERTIES_POSIX_IO_MODE,
+	CUFILE_PARAM_GDS_FALLBACK_IO
+#endif
 } CUFileBoolConfigParameter_t;
 
 typedef enum CUFileStringConfigParameter_t {
 	CUFILE_PARAM_LOGGING_LEVEL,
 	CUFILE_PARAM_ENV_LOGFILE_PATH,
 	CUFILE_PARAM_LOG_DIR
+#if OPENCUFILE_API_VERSION >= 1190
+	,
+	CUFILE_PARAM_RDMA_TRANSPORT
+#endif
 } CUFileStringConfigParameter_t;
 
 typedef enum CUFileArrayConfigParameter_t {
 	CUFILE_PARAM_POSIX_POOL_SLAB_SIZE_KB,
 	CUFILE_PARAM_POSIX_POOL_SLAB_COUNT
+#if OPENCUFILE_API_VERSION >= 1170
+	,
+	CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_SIZE_KB,
+	CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_COUNT
+#endif
 } CUFileArrayConfigParameter_t;
 
 /* ------------------------------------------------------------ statistics */
@@ -387,6 +471,23 @@ typedef struct CUfileStatsLevel1 {
 	uint64_t batch_completion_lat_sum_us;
 	uint64_t last_batch_read_bytes;
 	uint64_t last_batch_write_bytes;
+#if OPENCUFILE_API_VERSION >= 1190
+	/* 1.19 appends the vectored I/O counters: 624 bytes instead of 512,
+	 * and every member of the level-2 and level-3 structs after `basic`
+	 * moves by 112 bytes.  See cuFileGetStatsL1 below. */
+	CUfileOpCounter_t readv_ops;
+	CUfileOpCounter_t writev_ops;
+	uint64_t readv_bytes;
+	uint64_t writev_bytes;
+	uint64_t readv_bw_bytes_per_sec;
+	uint64_t writev_bw_bytes_per_sec;
+	uint64_t readv_lat_avg_us;
+	uint64_t writev_lat_avg_us;
+	uint64_t readv_ops_per_sec;
+	uint64_t writev_ops_per_sec;
+	uint64_t readv_lat_sum_us;
+	uint64_t writev_lat_sum_us;
+#endif
 } CUfileStatsLevel1_t;
 
 typedef struct CUfileStatsLevel2 {
@@ -437,6 +538,17 @@ typedef struct CUfileStatsLevel3 {
 /* -------------------------------------------------------------- functions */
 
 #define cuFileDriverClose cuFileDriverClose_v2
+
+/* The statistics getters have no size argument, so the library cannot tell
+ * a 1.15 struct from a 1.19 one.  cuFileGetStatsL1/L2/L3 fill the 1.15
+ * layout (512/1024/5000 bytes), which fits either; a program built with
+ * this header's 1.19 layout calls the _v1190 entry points, which fill the
+ * 1.19 layout (624/1136/5112 bytes).  docs/compatibility.md explains. */
+#if OPENCUFILE_API_VERSION >= 1190
+#define cuFileGetStatsL1 cuFileGetStatsL1_v1190
+#define cuFileGetStatsL2 cuFileGetStatsL2_v1190
+#define cuFileGetStatsL3 cuFileGetStatsL3_v1190
+#endif
 
 CUFILEAPI CUfileError_t cuFileDriverOpen(void);
 CUFILEAPI CUfileError_t cuFileDriverClose_v2(void);
@@ -500,6 +612,24 @@ CUFILEAPI CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats);
 CUFILEAPI CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats);
 CUFILEAPI CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats);
 CUFILEAPI CUfileError_t cuFileGetBARSizeInKB(int gpuIndex, size_t *barSize);
+
+#if OPENCUFILE_API_VERSION >= 1160
+CUFILEAPI CUfileError_t cuFileDriverSetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t p2p_flags);
+CUFILEAPI CUfileError_t cuFileDriverGetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t *p2p_flags);
+#endif
+#if OPENCUFILE_API_VERSION >= 1170
+CUFILEAPI CUfileError_t cuFileSetParameterGpuBounceBufferSlabArray(const size_t *size_values,
+								   const size_t *count_values, int len);
+CUFILEAPI CUfileError_t cuFileGetParameterGpuBounceBufferSlabArray(size_t *size_values, size_t *count_values,
+								   int len);
+CUFILEAPI CUfileError_t cuFileExportPCIeTopology(const char *filename);
+#endif
+#if OPENCUFILE_API_VERSION >= 1190
+CUFILEAPI ssize_t cuFileReadv(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
+			      unsigned flags);
+CUFILEAPI ssize_t cuFileWritev(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
+			       unsigned flags);
+#endif
 
 #ifdef __cplusplus
 }

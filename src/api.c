@@ -54,7 +54,7 @@ CUfileError_t api_status(long r)
 	return e;
 }
 
-static ssize_t io_result(ssize_t r)
+ssize_t api_io_result(ssize_t r)
 {
 	if (r >= 0 || ocf_is_cufile_err(r))
 		return r;
@@ -66,7 +66,7 @@ OCF_EXPORT CUfileError_t cuFileGetVersion(int *version)
 {
 	if (!version)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
-	*version = 1150;
+	*version = OPENCUFILE_API_VERSION_MAX; /* the newest surface implemented */
 	return api_status(0);
 }
 
@@ -290,7 +290,7 @@ ssize_t api_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offs
 static ssize_t do_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
 		     bool write)
 {
-	return io_result(api_io(fh, base, size, file_offset, buf_offset, write, true));
+	return api_io_result(api_io(fh, base, size, file_offset, buf_offset, write, true));
 }
 
 OCF_EXPORT ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset,

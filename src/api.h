@@ -28,6 +28,10 @@
 /* Internal result (0, -errno or -CUfileOpError) to CUfileError_t. */
 CUfileError_t api_status(long r);
 
+/* An internal I/O result as cuFileRead returns it: bytes and -CU_FILE_*
+ * codes as they are, -errno as -1 with errno set. */
+ssize_t api_io_result(ssize_t r);
+
 /* cuFileRead/cuFileWrite after their argument checks, with the internal
  * result (bytes, -errno, -CUfileOpError); enters the driver gate itself.
  * Used by the asynchronous executor (async.c) for batch and stream I/O. */

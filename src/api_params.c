@@ -48,12 +48,15 @@ static const enum ocf_cfg_key bool_keys[] = {
 	[CUFILE_PARAM_FORCE_ODIRECT_MODE] = OCF_K_FORCE_ODIRECT_MODE,
 	[CUFILE_PARAM_SKIP_TOPOLOGY_DETECTION] = OCF_K_SKIP_TOPOLOGY_DETECTION,
 	[CUFILE_PARAM_STREAM_MEMOPS_BYPASS] = OCF_K_STREAM_MEMOPS_BYPASS,
+	[CUFILE_PARAM_PROPERTIES_POSIX_IO_MODE] = OCF_K_VANILLA_POSIX_IO_MODE,
+	[CUFILE_PARAM_GDS_FALLBACK_IO] = OCF_K_GDS_FALLBACK_IO,
 };
 
 static const enum ocf_cfg_key string_keys[] = {
 	[CUFILE_PARAM_LOGGING_LEVEL] = OCF_K_LOGGING_LEVEL,
 	[CUFILE_PARAM_ENV_LOGFILE_PATH] = OCF_K_LOGFILE_PATH,
 	[CUFILE_PARAM_LOG_DIR] = OCF_K_LOGGING_DIR,
+	[CUFILE_PARAM_RDMA_TRANSPORT] = OCF_K_RDMA_TRANSPORT_TYPE,
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -76,6 +79,7 @@ struct pcall {
 	const char *string_value;
 	const size_t *sizes, *counts;
 	size_t n;
+	bool gpu; /* slab arrays: the GPU bounce buffers' rather than the POSIX pool's */
 };
 
 static int do_get(bool is_open, void *arg)
@@ -172,7 +176,7 @@ static int stage_string(const struct pcall *c)
 {
 	return config_stage_string((enum ocf_cfg_key)c->key, c->string_value);
 }
-static int stage_slabs(const struct pcall *c) { return config_stage_slabs(c->sizes, c->counts, c->n); }
+static int stage_slabs(const struct pcall *c) { return config_stage_slabs(c->gpu, c->sizes, c->counts, c->n); }
 
 OCF_EXPORT CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value)
 {
@@ -204,27 +208,28 @@ OCF_EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t 
 	return set_result(__func__, driver_with_state_locked(do_set, &c));
 }
 
-OCF_EXPORT CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size_values, const size_t *count_values,
-							      int len)
+static CUfileError_t set_slabs(const char *fn, bool gpu, const size_t *size_values, const size_t *count_values,
+				int len)
 {
-	API_FORK_GUARD(API_FORK_STATUS);
 	if (!size_values || !count_values || len <= 0 || len > OCF_CFG_ARRAY_MAX)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
-	struct pcall c = {.stage = stage_slabs, .sizes = size_values, .counts = count_values, .n = (size_t)len};
-	return set_result(__func__, driver_with_state_locked(do_set, &c));
+	struct pcall c = {.stage = stage_slabs, .sizes = size_values, .counts = count_values, .n = (size_t)len,
+			  .gpu = gpu};
+	return set_result(fn, driver_with_state_locked(do_set, &c));
 }
 
 /* Fills the first n elements; with len larger than the configured count the
  * rest is zeroed, with len smaller the call fails (the arrays would be cut). */
-OCF_EXPORT CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_values, size_t *count_values, int len)
+static CUfileError_t get_slabs(bool gpu, size_t *size_values, size_t *count_values, int len)
 {
-	API_FORK_GUARD(API_FORK_STATUS);
 	if (!size_values || !count_values || len <= 0)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	struct ocf_size_array sizes, counts;
 	struct pcall both[2] = {
-		{.key = OCF_K_POSIX_POOL_SLAB_SIZE_KB, .out = &sizes, .out_size = sizeof(sizes)},
-		{.key = OCF_K_POSIX_POOL_SLAB_COUNT, .out = &counts, .out_size = sizeof(counts)},
+		{.key = gpu ? OCF_K_GPU_BOUNCE_SLAB_SIZE_KB : OCF_K_POSIX_POOL_SLAB_SIZE_KB, .out = &sizes,
+		 .out_size = sizeof(sizes)},
+		{.key = gpu ? OCF_K_GPU_BOUNCE_SLAB_COUNT : OCF_K_POSIX_POOL_SLAB_COUNT, .out = &counts,
+		 .out_size = sizeof(counts)},
 	};
 	int r = driver_with_state_locked(do_get_pair, both);
 	if (r)
@@ -236,4 +241,32 @@ OCF_EXPORT CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_value
 		count_values[i] = i < counts.n ? counts.v[i] : 0;
 	}
 	return api_status(0);
+}
+
+OCF_EXPORT CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size_values, const size_t *count_values,
+							      int len)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return set_slabs(__func__, false, size_values, count_values, len);
+}
+
+OCF_EXPORT CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_values, size_t *count_values, int len)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get_slabs(false, size_values, count_values, len);
+}
+
+/* The GPU bounce-buffer slabs (1.17), staged and read back exactly like the
+ * POSIX pool's; once set they size the per-GPU staging memory (gpu.c). */
+OCF_EXPORT CUfileError_t cuFileSetParameterGpuBounceBufferSlabArray(const size_t *size_values,
+								    const size_t *count_values, int len)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return set_slabs(__func__, true, size_values, count_values, len);
+}
+
+OCF_EXPORT CUfileError_t cuFileGetParameterGpuBounceBufferSlabArray(size_t *size_values, size_t *count_values, int len)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get_slabs(true, size_values, count_values, len);
 }

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
@@ -53,33 +54,74 @@ OCF_EXPORT CUfileError_t cuFileStatsReset(void)
 	return api_status(0);
 }
 
-static CUfileError_t get(int level, void *out, size_t size)
+/* The library is built with the 1.19 layout (cufile.h's default). */
+_Static_assert(sizeof(CUfileStatsLevel1_t) == 624 && sizeof(CUfileStatsLevel2_t) == 1136 &&
+		       sizeof(CUfileStatsLevel3_t) == 5112,
+	       "the library's statistics structs are the 1.19 layout");
+_Static_assert(sizeof(struct ocf_stats_l2_1150) == 1024 && sizeof(struct ocf_stats_l3_1150) == 5000,
+	       "the 1.15 statistics layout");
+
+/* Fills `size` bytes of the caller's struct (never more): the 1.19 layout
+ * (v1190) or the 1.15 one. */
+static CUfileError_t get(int level, void *out, size_t size, bool v1190)
 {
 	if (!out)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
-	CUfileStatsLevel3_t all;
-	int r = stats_get(level, &all);
-	if (r == -EINVAL) {
+	CUfileStatsLevel3_t *all = malloc(sizeof(*all));
+	struct ocf_stats_l3_1150 *old = v1190 ? NULL : malloc(sizeof(*old));
+	int r = !all || (!v1190 && !old) ? -ENOMEM : stats_get(level, all);
+	if (r == -EINVAL)
 		log_error("cuFileGetStatsL%d: the statistics level is %d", level, stats_get_level());
-		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
+	if (r == 0 && v1190) {
+		memcpy(out, all, size); /* L1 and L2 are prefixes of L3 */
+	} else if (r == 0) {
+		stats_to_1150(all, old);
+		memcpy(out, old, size);
 	}
-	if (r == 0)
-		memcpy(out, &all, size); /* L1 and L2 are prefixes of L3 */
-	return api_status(r);
+	free(all);
+	free(old);
+	return api_status(r == -EINVAL ? OCF_ERR(CU_FILE_INVALID_VALUE) : r);
 }
 
-OCF_EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
+/* The unsuffixed names: the 1.15 layout (see cufile.h). */
+#undef cuFileGetStatsL1
+#undef cuFileGetStatsL2
+#undef cuFileGetStatsL3
+OCF_EXPORT CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats);
+OCF_EXPORT CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats);
+OCF_EXPORT CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats);
+CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
 {
 	API_FORK_GUARD(API_FORK_STATUS);
-	return get(1, stats, sizeof(*stats));
+	return get(1, stats, OCF_STATS_L1_1150_SIZE, false);
 }
-OCF_EXPORT CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats)
+CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats)
 {
 	API_FORK_GUARD(API_FORK_STATUS);
-	return get(2, stats, sizeof(*stats));
+	return get(2, stats, sizeof(struct ocf_stats_l2_1150), false);
 }
-OCF_EXPORT CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats)
+CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats)
 {
 	API_FORK_GUARD(API_FORK_STATUS);
-	return get(3, stats, sizeof(*stats));
+	return get(3, stats, sizeof(struct ocf_stats_l3_1150), false);
+}
+
+/* The 1.19 layout, for programs built with cufile.h's 1.19 surface. */
+OCF_EXPORT CUfileError_t cuFileGetStatsL1_v1190(CUfileStatsLevel1_t *stats);
+OCF_EXPORT CUfileError_t cuFileGetStatsL2_v1190(CUfileStatsLevel2_t *stats);
+OCF_EXPORT CUfileError_t cuFileGetStatsL3_v1190(CUfileStatsLevel3_t *stats);
+CUfileError_t cuFileGetStatsL1_v1190(CUfileStatsLevel1_t *stats)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get(1, stats, sizeof(*stats), true);
+}
+CUfileError_t cuFileGetStatsL2_v1190(CUfileStatsLevel2_t *stats)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get(2, stats, sizeof(*stats), true);
+}
+CUfileError_t cuFileGetStatsL3_v1190(CUfileStatsLevel3_t *stats)
+{
+	API_FORK_GUARD(API_FORK_STATUS);
+	return get(3, stats, sizeof(*stats), true);
 }

@@ -312,6 +312,14 @@ int buf_lookup(const void *base, struct ocf_bufinfo *bi)
 	return classify(b, &bi->mi);
 }
 
+bool buf_info_covers(const struct ocf_bufinfo *bi, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (bi->registered)
+		return a >= bi->reg_base && a - bi->reg_base <= bi->reg_len && len <= bi->reg_len - (a - bi->reg_base);
+	return (bi->mi.kind == MEM_DEVICE || bi->mi.kind == MEM_MANAGED) && device_range_ok(&bi->mi, a, len);
+}
+
 int buf_target(const struct ocf_bufinfo *bi, const void *base, off_t off, size_t size, struct ocf_target *t)
 {
 	uintptr_t b = (uintptr_t)base;

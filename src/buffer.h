@@ -57,6 +57,11 @@ struct ocf_bufinfo {
 	struct ocf_meminfo mi;
 };
 int buf_lookup(const void *base, struct ocf_bufinfo *bi);
+/* Does what buf_lookup found also hold [p, p+len) (inside the same
+ * registration, or the same unregistered device allocation)?  Then
+ * buf_target(bi, its base, p - base, len) resolves that range without
+ * another lookup. */
+bool buf_info_covers(const struct ocf_bufinfo *bi, const void *p, size_t len);
 int buf_target(const struct ocf_bufinfo *bi, const void *base, off_t off, size_t size, struct ocf_target *t);
 
 #endif /* OCF_BUFFER_H_ */

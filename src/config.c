@@ -197,6 +197,41 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_MISC_API_CHECK_AGGRESSIVE] = {"miscellaneous.api_check_aggressive", OCF_CFG_BOOL, "false", 0, 0,
 					     F(api_check_aggressive), NULL, NULL,
 					     "accepted and reported; arguments are always fully checked"},
+	[OCF_K_GPU_BOUNCE_SLAB_SIZE_KB] = {"properties.gpu_bounce_buffer_slab_config.slab_size_kb", OCF_CFG_SIZE_ARRAY,
+					   "[1024, 8192, 16384, 65536]", 4, (uint64_t)1 << 20,
+					   F(gpu_bounce_slab_size_kb), NULL, NULL,
+					   "when set, with the counts: the pinned staging memory per GPU (sum of size x "
+					   "count, in place of the POSIX pool slabs); the largest size caps the staging chunk"},
+	[OCF_K_GPU_BOUNCE_SLAB_COUNT] = {"properties.gpu_bounce_buffer_slab_config.slab_count", OCF_CFG_SIZE_ARRAY,
+					 "[128, 8, 4, 2]", 1, (uint64_t)1 << 20, F(gpu_bounce_slab_count), NULL, NULL,
+					 "when set, with the sizes: the pinned staging memory per GPU"},
+	[OCF_K_VANILLA_POSIX_IO_MODE] = {"properties.vanilla_posix_io_mode", OCF_CFG_BOOL, "false", 0, 0,
+					 F(vanilla_posix_io_mode), NULL, NULL,
+					 "accepted and reported; every I/O takes the POSIX path here, whatever its value"},
+	[OCF_K_GDS_FALLBACK_IO] = {"properties.gds_fallback_io", OCF_CFG_BOOL, "false", 0, 0, F(gds_fallback_io),
+				   NULL, NULL,
+				   "accepted and reported; no nvidia-fs/RDMA I/O here that could fall back"},
+	[OCF_K_RDMA_TRANSPORT_TYPE] = {"properties.rdma_transport_type", OCF_CFG_STRING, "\"DC_V1\"", 0, 0,
+				       F(rdma_transport_type), NULL, NULL, NOTHING_HERE},
+	[OCF_K_SPARSE_P2P_COMPAT_ENABLE] = {"sparse.p2p_compat_enable", OCF_CFG_BOOL, "true", 0, 0,
+					    F(sparse_p2p_compat_enable), NULL, NULL,
+					    "accepted and reported; no PCI P2PDMA data path here"},
+	[OCF_K_BLOCK_RAID1_USE_PCI_P2PDMA] = {"block.raid1.use_pci_p2pdma", OCF_CFG_BOOL, "false", 0, 0,
+					      F(raid1_use_pci_p2pdma), NULL, NULL,
+					      "accepted and reported; no PCI P2PDMA data path here"},
+	[OCF_K_BLOCK_RAID10_USE_PCI_P2PDMA] = {"block.raid10.use_pci_p2pdma", OCF_CFG_BOOL, "false", 0, 0,
+					       F(raid10_use_pci_p2pdma), NULL, NULL,
+					       "accepted and reported; no PCI P2PDMA data path here"},
+	[OCF_K_MISC_ENABLE_STATIC_ROUTING] = {"miscellaneous.enable_static_routing", OCF_CFG_BOOL, "false", 0, 0,
+					      F(enable_static_routing), NULL, NULL,
+					      "accepted and reported; no routing here (staging is per GPU, on its NUMA "
+					      "node); cuFileExportPCIeTopology writes such a file"},
+	[OCF_K_MISC_STATIC_ROUTING_FILEPATH] = {"miscellaneous.static_routing_filepath", OCF_CFG_STRING,
+						"\"/etc/topology.json\"", 0, 0, F(static_routing_filepath), NULL,
+						NULL, "accepted and reported; see miscellaneous.enable_static_routing"},
+	[OCF_K_LOGGING_MAX_FILE_SIZE_MB] = {"logging.max_file_size_mb", OCF_CFG_SIZE, "32", 0, UINT64_MAX,
+					    F(log_max_file_size_mb), NULL, "CUFILE_LOGFILE_MAX_SIZE_MB",
+					    "accepted and reported (-1: unlimited); the log file is not capped here"},
 };
 
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k)
@@ -253,6 +288,11 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 			return -1;
 		}
 		int64_t x = json_object_get_int64(v);
+		/* A key whose range ends at UINT64_MAX takes -1 for "unlimited". */
+		if (x == -1 && ki->max == UINT64_MAX) {
+			*(size_t *)field(cfg, ki) = SIZE_MAX;
+			return 0;
+		}
 		if (x < 0 || (uint64_t)x < ki->min || (uint64_t)x > ki->max) {
 			snprintf(why, wlen, "%s is out of range [%" PRIu64 ", %" PRIu64 "]",
 				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), ki->min, ki->max);
@@ -508,6 +548,38 @@ static void walk(struct parse_ctx *c, struct json_object *obj, const char *prefi
 	}
 }
 
+const char *config_slab_pair_error(const struct ocf_size_array *sizes, const struct ocf_size_array *counts,
+				   bool gpu)
+{
+	if (sizes->n != counts->n)
+		return "the size and count arrays differ in length";
+	/* The GPU bounce-buffer pools: sizes 4 KiB aligned and strictly
+	 * increasing (one pool per size). */
+	for (size_t i = 0; gpu && i < sizes->n; i++)
+		if (sizes->v[i] % 4 || (i && sizes->v[i] <= sizes->v[i - 1]))
+			return "sizes must be multiples of 4 KiB in strictly increasing order";
+	return NULL;
+}
+
+/* Cross-key rule: the two slab arrays of a pair describe one pool; a pair
+ * that does not falls back to the defaults of both. */
+static void slab_pair_check(struct ocf_config *cfg, const char *text, size_t len, const char *name,
+			    struct ocf_cfg_diags *diags, enum ocf_cfg_key ks, enum ocf_cfg_key kc, bool gpu)
+{
+	struct ocf_size_array *sz = field(cfg, &keys[ks]), *cnt = field(cfg, &keys[kc]);
+	const char *why = config_slab_pair_error(sz, cnt, gpu);
+	if (!why)
+		return;
+	struct ocf_config d;
+	config_load_defaults(&d);
+	diag(diags, OCF_LOG_ERROR, "%s:%d: %s has %zu elements but %s has %zu (%s); using the defaults of both", name,
+	     locate_path(text, len, keys[kc].path), keys[ks].path, sz->n, keys[kc].path, cnt->n, why);
+	*sz = *(struct ocf_size_array *)field(&d, &keys[ks]);
+	*cnt = *(struct ocf_size_array *)field(&d, &keys[kc]);
+	cfg->source[ks] = OCF_SRC_DEFAULT;
+	cfg->source[kc] = OCF_SRC_DEFAULT;
+}
+
 int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, const char *name,
 		      struct ocf_cfg_diags *diags)
 {
@@ -546,20 +618,8 @@ int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, cons
 	walk(&c, root, "");
 	json_object_put(root);
 
-	/* Cross-key rule: the two slab arrays describe one pool. */
-	if (cfg->posix_pool_slab_size_kb.n != cfg->posix_pool_slab_count.n) {
-		struct ocf_config d;
-		config_load_defaults(&d);
-		diag(diags, OCF_LOG_ERROR,
-		     "%s:%d: properties.posix_pool_slab_size_kb has %zu elements but posix_pool_slab_count has %zu; "
-		     "using the defaults of both",
-		     name, locate_path(text, len, "properties.posix_pool_slab_count"),
-		     cfg->posix_pool_slab_size_kb.n, cfg->posix_pool_slab_count.n);
-		cfg->posix_pool_slab_size_kb = d.posix_pool_slab_size_kb;
-		cfg->posix_pool_slab_count = d.posix_pool_slab_count;
-		cfg->source[OCF_K_POSIX_POOL_SLAB_SIZE_KB] = OCF_SRC_DEFAULT;
-		cfg->source[OCF_K_POSIX_POOL_SLAB_COUNT] = OCF_SRC_DEFAULT;
-	}
+	slab_pair_check(cfg, text, len, name, diags, OCF_K_POSIX_POOL_SLAB_SIZE_KB, OCF_K_POSIX_POOL_SLAB_COUNT, false);
+	slab_pair_check(cfg, text, len, name, diags, OCF_K_GPU_BOUNCE_SLAB_SIZE_KB, OCF_K_GPU_BOUNCE_SLAB_COUNT, true);
 	return 0;
 }
 
@@ -670,7 +730,10 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 			char *end;
 			errno = 0;
 			unsigned long long x = strtoull(s, &end, 0);
-			if (errno == 0 && *end == '\0' && s[0] != '-' && x >= ki->min && x <= ki->max) {
+			if (strcmp(s, "-1") == 0 && ki->max == UINT64_MAX) {
+				*(size_t *)field(cfg, ki) = SIZE_MAX; /* unlimited, as in the file */
+				ok = 0;
+			} else if (errno == 0 && *end == '\0' && s[0] != '-' && x >= ki->min && x <= ki->max) {
 				*(size_t *)field(cfg, ki) = (size_t)x;
 				ok = 0;
 			} else {
@@ -771,4 +834,20 @@ const char *config_source_name(enum ocf_cfg_source s)
 	case OCF_SRC_SETTER: return "setter";
 	}
 	return "?";
+}
+
+size_t config_staging_budget(const struct ocf_config *cfg, size_t *max_chunk)
+{
+	bool gpu = cfg->source[OCF_K_GPU_BOUNCE_SLAB_SIZE_KB] != OCF_SRC_DEFAULT ||
+		   cfg->source[OCF_K_GPU_BOUNCE_SLAB_COUNT] != OCF_SRC_DEFAULT;
+	const struct ocf_size_array *sz = gpu ? &cfg->gpu_bounce_slab_size_kb : &cfg->posix_pool_slab_size_kb;
+	const struct ocf_size_array *cnt = gpu ? &cfg->gpu_bounce_slab_count : &cfg->posix_pool_slab_count;
+	size_t budget = 0, largest = 0;
+	for (size_t i = 0; i < sz->n && i < cnt->n; i++) {
+		budget += sz->v[i] * cnt->v[i] * 1024;
+		largest = OCF_MAX(largest, sz->v[i] * 1024);
+	}
+	if (max_chunk)
+		*max_chunk = gpu ? largest : 0;
+	return budget ? budget : cfg->staging_budget_kb * 1024;
 }

@@ -96,6 +96,18 @@ enum ocf_cfg_key {
 	OCF_K_DENYLIST_MOUNTS,
 	OCF_K_DENYLIST_FILESYSTEMS,
 	OCF_K_MISC_API_CHECK_AGGRESSIVE,
+	/* cuFile 1.17-1.19 keys */
+	OCF_K_GPU_BOUNCE_SLAB_SIZE_KB,
+	OCF_K_GPU_BOUNCE_SLAB_COUNT,
+	OCF_K_VANILLA_POSIX_IO_MODE,
+	OCF_K_GDS_FALLBACK_IO,
+	OCF_K_RDMA_TRANSPORT_TYPE,
+	OCF_K_SPARSE_P2P_COMPAT_ENABLE,
+	OCF_K_BLOCK_RAID1_USE_PCI_P2PDMA,
+	OCF_K_BLOCK_RAID10_USE_PCI_P2PDMA,
+	OCF_K_MISC_ENABLE_STATIC_ROUTING,
+	OCF_K_MISC_STATIC_ROUTING_FILEPATH,
+	OCF_K_LOGGING_MAX_FILE_SIZE_MB,
 	OCF_K_COUNT
 };
 
@@ -171,6 +183,18 @@ struct ocf_config {
 	char denylist_filesystems[OCF_CFG_LIST_LEN];
 	/* miscellaneous */
 	bool api_check_aggressive;
+	/* cuFile 1.17-1.19 keys */
+	struct ocf_size_array gpu_bounce_slab_size_kb;
+	struct ocf_size_array gpu_bounce_slab_count;
+	bool vanilla_posix_io_mode;
+	bool gds_fallback_io;
+	char rdma_transport_type[32];
+	bool sparse_p2p_compat_enable;
+	bool raid1_use_pci_p2pdma;
+	bool raid10_use_pci_p2pdma;
+	bool enable_static_routing;
+	char static_routing_filepath[4096];
+	size_t log_max_file_size_mb; /* SIZE_MAX: unlimited (-1 in the file) */
 
 	/* Not in cufile.json: the staging engine's chunk.  4 MiB: large enough
 	 * that the per-chunk syscall and copy-launch costs are amortised,
@@ -242,7 +266,16 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags);
 int config_stage_size(enum ocf_cfg_key k, size_t v);     /* 0, -EINVAL, -ERANGE */
 int config_stage_bool(enum ocf_cfg_key k, bool v);
 int config_stage_string(enum ocf_cfg_key k, const char *s);
-int config_stage_slabs(const size_t *sizes, const size_t *counts, size_t n);
+/* Stages a pair of slab arrays: the POSIX pool's (gpu = false) or the GPU
+ * bounce buffers' (gpu = true). */
+int config_stage_slabs(bool gpu, const size_t *sizes, const size_t *counts, size_t n);
+/* The per-GPU staging budget (bytes) and the largest staging chunk (bytes,
+ * 0: no limit) the slab arrays of cfg set: the GPU bounce-buffer slabs when
+ * they were set (file, environment or setter), else the POSIX pool slabs. */
+/* Why a pair of slab arrays cannot describe a pool, or NULL when it can. */
+const char *config_slab_pair_error(const struct ocf_size_array *sizes, const struct ocf_size_array *counts,
+				   bool gpu);
+size_t config_staging_budget(const struct ocf_config *cfg, size_t *max_chunk);
 /* The value of key k the next open would use (file + environment + staged
  * values) copied to out (size must be the field's size), and its source.
  * The file is read at the first call after each open/close. */

@@ -97,10 +97,12 @@ int config_stage_string(enum ocf_cfg_key k, const char *s)
 	return stage_json(k, OCF_CFG_STRING, json_object_new_string(s));
 }
 
-int config_stage_slabs(const size_t *sizes, const size_t *counts, size_t n)
+int config_stage_slabs(bool gpu, const size_t *sizes, const size_t *counts, size_t n)
 {
 	if (!sizes || !counts || n < 1 || n > OCF_CFG_ARRAY_MAX)
 		return -EINVAL;
+	enum ocf_cfg_key ks = gpu ? OCF_K_GPU_BOUNCE_SLAB_SIZE_KB : OCF_K_POSIX_POOL_SLAB_SIZE_KB;
+	enum ocf_cfg_key kc = gpu ? OCF_K_GPU_BOUNCE_SLAB_COUNT : OCF_K_POSIX_POOL_SLAB_COUNT;
 	struct ocf_config tmp;
 	struct json_object *a = json_object_new_array(), *b = json_object_new_array();
 	int r = a && b ? 0 : -ENOMEM;
@@ -112,20 +114,27 @@ int config_stage_slabs(const size_t *sizes, const size_t *counts, size_t n)
 			r = -ENOMEM;
 	}
 	char why[200] = "";
-	if (r == 0 && (config_set_json(&tmp, OCF_K_POSIX_POOL_SLAB_SIZE_KB, a, why, sizeof(why)) ||
-		       config_set_json(&tmp, OCF_K_POSIX_POOL_SLAB_COUNT, b, why, sizeof(why)))) {
-		log_error("parameter posix_pool_slab arrays: %s", why);
+	if (r == 0 && (config_set_json(&tmp, ks, a, why, sizeof(why)) || config_set_json(&tmp, kc, b, why, sizeof(why)))) {
+		log_error("parameter %s arrays: %s", gpu ? "gpu_bounce_buffer_slab" : "posix_pool_slab", why);
 		r = -ERANGE;
 	}
 	json_object_put(a);
 	json_object_put(b);
 	if (r)
 		return r;
+	const struct ocf_cfg_key_info *is = config_key_info(ks), *ic = config_key_info(kc);
+	const struct ocf_size_array *ns = (const void *)((const char *)&tmp + is->offset);
+	const struct ocf_size_array *nc = (const void *)((const char *)&tmp + ic->offset);
+	const char *bad = config_slab_pair_error(ns, nc, gpu);
+	if (bad) {
+		log_error("parameter %s arrays: %s", gpu ? "gpu_bounce_buffer_slab" : "posix_pool_slab", bad);
+		return -ERANGE;
+	}
 	pthread_mutex_lock(&stage_lock);
-	staged.posix_pool_slab_size_kb = tmp.posix_pool_slab_size_kb;
-	staged.posix_pool_slab_count = tmp.posix_pool_slab_count;
-	staged_set[OCF_K_POSIX_POOL_SLAB_SIZE_KB] = true;
-	staged_set[OCF_K_POSIX_POOL_SLAB_COUNT] = true;
+	copy_field(&staged, &tmp, ks);
+	copy_field(&staged, &tmp, kc);
+	staged_set[ks] = true;
+	staged_set[kc] = true;
 	pthread_mutex_unlock(&stage_lock);
 	return 0;
 }

@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -314,6 +315,147 @@ static long cuda_fail(const char *what, CUresult r)
 	return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 }
 
+/* ------------------------------------------------------ vectored requests
+ *
+ * A vectored request (cuFileReadv/cuFileWritev) is chunked like any other:
+ * its file range is contiguous.  Only where a chunk's bytes meet memory does
+ * it differ: host memory behind a buffered descriptor is moved with one
+ * preadv/pwritev per chunk (up to VEC_IOV_MAX pieces per call), with no copy;
+ * every other chunk is staged whole (one file transfer) and its bytes are
+ * scattered to or gathered from the pieces it touches: one memcpy, or one
+ * copy on the lane's stream, per piece, all completed by one event. */
+
+#define VEC_IOV_MAX 1024 /* the kernel's UIO_MAXIOV */
+
+/* Index of the piece that holds byte `at` of the request. */
+static size_t seg_find(const struct ocf_io *io, size_t at)
+{
+	size_t lo = 0, hi = io->nsegs;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (io->segs[mid].at <= at)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The part of piece i from request byte `at` on, at most n bytes. */
+static uintptr_t seg_part(const struct ocf_io *io, size_t i, size_t at, size_t n, size_t *len)
+{
+	const struct ocf_seg *sg = &io->segs[i];
+	size_t o = at - sg->at;
+	*len = OCF_MIN(sg->len - o, n);
+	return sg->mem + o;
+}
+
+/* Copies between `buf` and bytes [at, at+n) of a vectored host request. */
+static void host_vec_copy(const struct ocf_io *io, size_t at, char *buf, size_t n, bool to_pieces)
+{
+	size_t done = 0;
+	for (size_t i = seg_find(io, at); done < n; i++) {
+		size_t k;
+		char *p = (char *)seg_part(io, i, at + done, n - done, &k);
+		if (to_pieces)
+			memcpy(p, buf + done, k);
+		else
+			memcpy(buf + done, p, k);
+		done += k;
+	}
+}
+
+/* preadv/pwritev of bytes [at, at+n) of a vectored host request at file
+ * offset off, on a buffered descriptor.  Returns the bytes moved (short
+ * only at end of file), or -errno when nothing was. */
+static ssize_t host_vec_syscalls(const struct request *rq, size_t at, size_t n, off_t off)
+{
+	const struct ocf_io *io = rq->io;
+	struct iovec iov[VEC_IOV_MAX];
+	size_t done = 0;
+	while (done < n) {
+		int cnt = 0;
+		size_t want = 0;
+		for (size_t i = seg_find(io, at + done); cnt < VEC_IOV_MAX && want < n - done; i++) {
+			size_t k;
+			uintptr_t p = seg_part(io, i, at + done + want, n - done - want, &k);
+			iov[cnt++] = (struct iovec){(void *)p, k};
+			want += k;
+		}
+		ssize_t r = rq->write ? pwritev(io->h->fd, iov, cnt, off + (off_t)done)
+				      : preadv(io->h->fd, iov, cnt, off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return done ? (ssize_t)done : -errno;
+		if (r == 0) {
+			if (rq->write)
+				return done ? (ssize_t)done : -EIO;
+			break;
+		}
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+/* Bytes [at, at+n) of a vectored host request through the lane's staging
+ * buffer (O_DIRECT descriptors, userspace file systems): one file transfer
+ * per staging chunk.  Returns as host_vec_syscalls. */
+static ssize_t host_vec_staged(const struct request *rq, struct ocf_lane *lane, size_t at, size_t n, off_t off)
+{
+	const struct ocf_io *io = rq->io;
+	struct ocf_slot *sl = &lane->bufs[0];
+	size_t done = 0;
+	while (done < n) {
+		size_t k = OCF_MIN(n - done, sl->chunk);
+		off_t o = off + (off_t)done;
+		char *stage = sl->buf + fio_stage_skew(io->h, o);
+		ssize_t r;
+		if (!rq->write) {
+			r = fio_read_staged(io->h, sl, o, k);
+			if (r > 0)
+				host_vec_copy(io, at + done, stage, (size_t)r, true);
+		} else {
+			host_vec_copy(io, at + done, stage, k, false);
+			r = fio_write(io->h, stage, k, o, NULL);
+		}
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		done += (size_t)r;
+		if ((size_t)r < k)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+/* Needs a vectored host request a staging buffer? */
+static bool host_vec_needs_stage(const struct ocf_io *io)
+{
+	return io->h->odirect || io->h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS;
+}
+
+/* Copies n bytes between staging memory and bytes [at, at+n) of the
+ * request's device memory: on `stream` when async, else synchronously.
+ * A vectored request takes one copy per piece the range touches. */
+static CUresult dev_copy(const struct ocf_io *io, bool to_dev, size_t at, char *host, size_t n, bool async,
+			 CUstream stream)
+{
+	size_t done = 0;
+	for (size_t i = io->segs ? seg_find(io, at) : 0; done < n; i++) {
+		size_t k = n - done;
+		CUdeviceptr d = io->segs ? (CUdeviceptr)seg_part(io, i, at + done, k, &k) : io->t.dev + at;
+		CUresult r;
+		if (to_dev)
+			r = async ? ocf_cu.MemcpyHtoDAsync(d, host + done, k, stream) : ocf_cu.MemcpyHtoD(d, host + done, k);
+		else
+			r = async ? ocf_cu.MemcpyDtoHAsync(host + done, d, k, stream) : ocf_cu.MemcpyDtoH(host + done, d, k);
+		if (r != CUDA_SUCCESS)
+			return r;
+		done += k;
+	}
+	return CUDA_SUCCESS;
+}
+
 static void host_chunks(struct request *rq, struct ocf_lane *lane)
 {
 	const struct ocf_io *io = rq->io;
@@ -321,9 +463,12 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 	while (claim(rq, &idx)) {
 		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
 		off_t off = io->off + (off_t)at;
-		char *mem = io->t.host + at;
+		char *mem = io->segs ? NULL : io->t.host + at;
 		ssize_t r;
-		if (!rq->write) {
+		if (io->segs) {
+			r = host_vec_needs_stage(io) ? host_vec_staged(rq, lane, at, n, off)
+						     : host_vec_syscalls(rq, at, n, off);
+		} else if (!rq->write) {
 			r = fio_read(io->h, mem, n, off, lane ? &lane->bufs[0] : NULL);
 		} else if (fio_direct_compatible(io->h, mem, off)) {
 			r = fio_write(io->h, mem, n, off, NULL);
@@ -382,16 +527,16 @@ static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, st
 		return false;
 	}
 	if (got > 0) {
-		const char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
+		char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUresult r;
 		if (io->t.use_stream && !rq->small) {
-			r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, src, (size_t)got, lane_stream(rq, lane));
+			r = dev_copy(io, true, at, src, (size_t)got, true, lane_stream(rq, lane));
 			if (r == CUDA_SUCCESS)
 				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
 			if (r == CUDA_SUCCESS)
 				p->busy = true;
 		} else {
-			r = ocf_cu.MemcpyHtoD(io->t.dev + at, src, (size_t)got);
+			r = dev_copy(io, true, at, src, (size_t)got, false, NULL);
 		}
 		if (r != CUDA_SUCCESS) {
 			record_error(rq, p->idx, cuda_fail("host to device copy", r));
@@ -537,11 +682,11 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUresult r;
 		if (io->t.use_stream && !rq->small) {
-			r = ocf_cu.MemcpyDtoHAsync(stage, io->t.dev + at, n, lane_stream(rq, lane));
+			r = dev_copy(io, false, at, stage, n, true, lane_stream(rq, lane));
 			if (r == CUDA_SUCCESS)
 				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
 		} else {
-			r = ocf_cu.MemcpyDtoH(stage, io->t.dev + at, n);
+			r = dev_copy(io, false, at, stage, n, false, NULL);
 		}
 		if (r != CUDA_SUCCESS) {
 			record_error(rq, idx, cuda_fail("device to host copy", r));
@@ -712,7 +857,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 		rq.pool = NULL;
 	else if (io->t.device)
 		rq.pool = &io->t.gpu->pool;
-	else if (io->h->odirect)
+	else if (io->h->odirect || (io->segs && host_vec_needs_stage(io)))
 		rq.pool = host_pool();
 	size_t max_chunk = rq.pool ? pool_chunk(rq.pool) : ocf_cfg.staging_chunk_kb * 1024;
 	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
@@ -735,7 +880,9 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 		rq.skew0 = (size_t)io->off % fio_align(io->h);
 		rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
 	}
-	rq.small = !rq.plan && rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
+	/* A vectored request's copies go on the lane's stream with one event,
+	 * not one synchronous copy per piece. */
+	rq.small = !rq.plan && !io->segs && rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
 	rq.nonblocking = no_sync_copies;
 	atomic_init(&rq.next, 0);
 	atomic_init(&rq.stop, rq.nchunks);

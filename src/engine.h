@@ -48,12 +48,27 @@ struct ocf_ringplan {
 	void *owner;
 };
 
+/* One piece of a vectored request (cuFileReadv/cuFileWritev): len > 0
+ * bytes of memory at `mem` (a host address, or a device pointer when the
+ * request's target is device memory) that hold bytes [at, at + len) of the
+ * request.  Pieces are in request order and cover it without gaps. */
+struct ocf_seg {
+	size_t at;
+	size_t len;
+	uintptr_t mem;
+};
+
 struct ocf_io {
 	struct ocf_handle *h;
+	/* Where the bytes go.  For a vectored request (segs != NULL) only its
+	 * kind of memory (host, or device with gpu/ctx/use_stream) counts: all
+	 * its pieces share it; host and dev are unused. */
 	struct ocf_target t;
 	off_t off;
 	size_t len;
 	const struct ocf_ringplan *plan; /* stream operations on GPU memory */
+	const struct ocf_seg *segs;      /* vectored: nsegs >= 2 pieces */
+	size_t nsegs;
 };
 
 struct ocf_engine_ops {

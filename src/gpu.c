@@ -69,16 +69,16 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 		p->chunk = (size_t)strtoull(env, NULL, 10) * 1024;
 	if (p->chunk < 65536)
 		p->chunk = 65536;
-	size_t lane_bytes = OCF_LANE_DEPTH * buf_bytes(p);
 	/* The POSIX pool slabs are NVIDIA's bounce-buffer budget in its
 	 * compatible mode (about 1.1 GiB by default); ours is the same bound,
-	 * spent on lanes, created only as they are needed. */
-	size_t budget = 0;
-	const struct ocf_size_array *sz = &ocf_cfg.posix_pool_slab_size_kb, *cnt = &ocf_cfg.posix_pool_slab_count;
-	for (size_t i = 0; i < sz->n && i < cnt->n; i++)
-		budget += sz->v[i] * cnt->v[i] * 1024;
-	if (budget == 0)
-		budget = ocf_cfg.staging_budget_kb * 1024;
+	 * spent on lanes, created only as they are needed.  GPU bounce-buffer
+	 * slabs (1.17), when configured, are that per-GPU budget instead, and
+	 * their largest slab bounds a chunk as it bounds a transfer there. */
+	size_t largest;
+	size_t budget = config_staging_budget(&ocf_cfg, &largest);
+	if (largest && largest < p->chunk)
+		p->chunk = OCF_MAX(largest, (size_t)65536);
+	size_t lane_bytes = OCF_LANE_DEPTH * buf_bytes(p);
 	p->max = (int)OCF_MIN(budget / lane_bytes, 1024);
 	if (p->max < 2)
 		p->max = 2;

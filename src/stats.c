@@ -68,6 +68,15 @@ enum {
 	C_BWRITE_BYTES,
 	C_BSUBMIT_NS,
 	C_BCOMPLETE_NS, /* submission to completion, summed over entries */
+	/* cuFileReadv/cuFileWritev */
+	C_READV_OK,
+	C_READV_ERR,
+	C_WRITEV_OK,
+	C_WRITEV_ERR,
+	C_READV_BYTES,
+	C_WRITEV_BYTES,
+	C_READV_NS,
+	C_WRITEV_NS,
 	C_COUNT
 };
 
@@ -184,7 +193,18 @@ static unsigned hist_bucket(size_t bytes)
 
 static void maybe_snapshot(uint64_t now);
 
-void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned)
+/* The level-1 counters of one kind of call: cuFileRead/cuFileWrite or the
+ * vectored calls. */
+struct io_counters {
+	int ok[2], err[2], bytes[2], ns[2]; /* [write] */
+};
+static const struct io_counters plain_io = {{C_READ_OK, C_WRITE_OK}, {C_READ_ERR, C_WRITE_ERR},
+					    {C_READ_BYTES, C_WRITE_BYTES}, {C_READ_NS, C_WRITE_NS}};
+static const struct io_counters vec_io = {{C_READV_OK, C_WRITEV_OK}, {C_READV_ERR, C_WRITEV_ERR},
+					  {C_READV_BYTES, C_WRITEV_BYTES}, {C_READV_NS, C_WRITEV_NS}};
+
+static void io_done(const struct io_counters *k, bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu,
+		    bool unaligned)
 {
 	if (!start_ns)
 		return;
@@ -195,10 +215,10 @@ void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int 
 	uint64_t ns = now > start_ns ? now - start_ns : 0;
 	bool ok = ret >= 0;
 	uint64_t *c = b->s.c;
-	add(&c[write ? (ok ? C_WRITE_OK : C_WRITE_ERR) : (ok ? C_READ_OK : C_READ_ERR)], 1);
+	add(&c[ok ? k->ok[write] : k->err[write]], 1);
 	if (ok)
-		add(&c[write ? C_WRITE_BYTES : C_READ_BYTES], (uint64_t)ret);
-	add(&c[write ? C_WRITE_NS : C_READ_NS], ns);
+		add(&c[k->bytes[write]], (uint64_t)ret);
+	add(&c[k->ns[write]], ns);
 	int level = atomic_load_explicit(&cur_level, memory_order_relaxed);
 	if (level >= 2 && ok)
 		add(&(write ? b->s.whist : b->s.rhist)[hist_bucket(size)], 1);
@@ -214,6 +234,16 @@ void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int 
 			add(&g[write ? G_WRITES_UNALIGNED : G_READS_UNALIGNED], 1);
 	}
 	maybe_snapshot(now);
+}
+
+void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned)
+{
+	io_done(&plain_io, write, size, ret, start_ns, gpu, unaligned);
+}
+
+void stats_iov_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned)
+{
+	io_done(&vec_io, write, size, ret, start_ns, gpu, unaligned);
 }
 
 static void count_op(int ok_idx, bool ok)
@@ -372,6 +402,20 @@ static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLe
 	/* Operations per second over the window since start/reset. */
 	l1->read_ops_per_sec = per_sec(reads, window);
 	l1->write_ops_per_sec = per_sec(writes, window);
+	/* Vectored I/O (the 1.19 members), figured like plain reads/writes. */
+	fill_op(&l1->readv_ops, c, C_READV_OK);
+	fill_op(&l1->writev_ops, c, C_WRITEV_OK);
+	uint64_t readvs = c[C_READV_OK] + c[C_READV_ERR], writevs = c[C_WRITEV_OK] + c[C_WRITEV_ERR];
+	l1->readv_bytes = c[C_READV_BYTES];
+	l1->writev_bytes = c[C_WRITEV_BYTES];
+	l1->readv_bw_bytes_per_sec = per_sec(c[C_READV_BYTES], c[C_READV_NS]);
+	l1->writev_bw_bytes_per_sec = per_sec(c[C_WRITEV_BYTES], c[C_WRITEV_NS]);
+	l1->readv_lat_sum_us = c[C_READV_NS] / 1000;
+	l1->writev_lat_sum_us = c[C_WRITEV_NS] / 1000;
+	l1->readv_lat_avg_us = readvs ? l1->readv_lat_sum_us / readvs : 0;
+	l1->writev_lat_avg_us = writevs ? l1->writev_lat_sum_us / writevs : 0;
+	l1->readv_ops_per_sec = per_sec(readvs, window);
+	l1->writev_ops_per_sec = per_sec(writevs, window);
 	/* Batch I/O.  Every entry takes the POSIX path here (no nvidia-fs). */
 	fill_op(&l1->batch_setup_ops, c, C_BSETUP_OK);
 	fill_op(&l1->batch_submit_ops, c, C_BSUBMIT_OK);
@@ -585,4 +629,16 @@ __attribute__((destructor)) static void stats_fini(void)
 	 * after the library is unloaded must not call it. */
 	if (key_made)
 		pthread_key_delete(block_key);
+}
+
+void stats_to_1150(const CUfileStatsLevel3_t *in, struct ocf_stats_l3_1150 *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* The 1.15 level-1 struct is the 1.19 one without its tail. */
+	memcpy(out->detailed.basic, &in->detailed.basic, OCF_STATS_L1_1150_SIZE);
+	memcpy(out->detailed.read_size_kb_hist, in->detailed.read_size_kb_hist, sizeof(out->detailed.read_size_kb_hist));
+	memcpy(out->detailed.write_size_kb_hist, in->detailed.write_size_kb_hist,
+	       sizeof(out->detailed.write_size_kb_hist));
+	out->num_gpus = in->num_gpus;
+	memcpy(out->per_gpu_stats, in->per_gpu_stats, sizeof(out->per_gpu_stats));
 }

@@ -25,6 +25,10 @@ uint64_t stats_io_begin(void);
  * for host memory; unaligned: file offset, size or memory address not
  * 4 KiB aligned. */
 void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned);
+/* The same for cuFileReadv/cuFileWritev: their own level-1 counters; the
+ * level-2 histogram and level-3 per-GPU counters take them as one request
+ * of their total size. */
+void stats_iov_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned);
 void stats_handle_register(bool ok);
 void stats_handle_deregister(bool ok);
 void stats_buf_register(bool ok);
@@ -50,12 +54,29 @@ void stats_reset(void);
 /* Fills out up to `level` (1..3); -EINVAL when the current level is lower. */
 int stats_get(int level, CUfileStatsLevel3_t *out);
 
+/* The 1.15 layouts (no vectored I/O counters), for the unsuffixed getters
+ * that binaries built against a 1.15 header call. */
+#define OCF_STATS_L1_1150_SIZE 512
+struct ocf_stats_l2_1150 {
+	unsigned char basic[OCF_STATS_L1_1150_SIZE];
+	uint64_t read_size_kb_hist[CUFILE_HIST_BUCKETS];
+	uint64_t write_size_kb_hist[CUFILE_HIST_BUCKETS];
+};
+struct ocf_stats_l3_1150 {
+	struct ocf_stats_l2_1150 detailed;
+	uint32_t num_gpus;
+	CUfilePerGpuStats_t per_gpu_stats[CUFILE_MAX_GPUS_STATS];
+};
+/* Converts a snapshot to the 1.15 layout of level 3 (levels 1 and 2 are
+ * its prefixes). */
+void stats_to_1150(const CUfileStatsLevel3_t *in, struct ocf_stats_l3_1150 *out);
+
 /* The snapshot file: written when OPENCUFILE_STATS_FILE names a path
  * ("%p" in it becomes the process ID): at most once a second from the I/O
  * path while the level is > 0, and at every driver close; atomically replaced
  * (write to a temporary file, rename).  `gdscheck -s FILE` prints it. */
 #define OCF_STATS_FILE_MAGIC "OCFSTAT"
-#define OCF_STATS_FILE_VERSION 2
+#define OCF_STATS_FILE_VERSION 3 /* 3: the 1.19 statistics layout */
 struct ocf_stats_file {
 	char magic[8]; /* OCF_STATS_FILE_MAGIC, NUL padded */
 	uint32_t version;

@@ -413,17 +413,11 @@ static size_t ring_slot_bytes(size_t chunk)
 
 static size_t ring_bytes(size_t chunk) { return FLAG_PAGE_BYTES + OCF_MAX_ALIGN + RING_SLOTS * ring_slot_bytes(chunk); }
 
-/* Rings may pin at most the staging budget: the POSIX pool slabs (NVIDIA's
- * bounce-buffer budget), else staging_budget_kb. */
+/* Rings may pin at most the staging budget (config_staging_budget: the
+ * slab arrays, NVIDIA's bounce-buffer budget), else staging_budget_kb. */
 static size_t ring_budget(void)
 {
-	size_t budget = 0;
-	const struct ocf_size_array *sz = &ocf_cfg.posix_pool_slab_size_kb, *cnt = &ocf_cfg.posix_pool_slab_count;
-	for (size_t i = 0; i < sz->n && i < cnt->n; i++)
-		budget += sz->v[i] * cnt->v[i] * 1024;
-	if (budget == 0)
-		budget = (size_t)ocf_cfg.staging_budget_kb * 1024;
-	return OCF_MAX(budget, ring_bytes(ring_chunk()));
+	return OCF_MAX(config_staging_budget(&ocf_cfg, NULL), ring_bytes(ring_chunk()));
 }
 
 static int ring_pin(struct sring *r, struct ocf_gpu *g)

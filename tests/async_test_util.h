@@ -26,9 +26,9 @@ struct t_gate {
 	uint32_t seed;
 };
 
-static inline ssize_t t_gate_read(void *h, char *buf, size_t size, loff_t off, cufileRDMAInfo_t *rdma)
+static inline ssize_t t_gate_read(const void *h, char *buf, size_t size, loff_t off, const cufileRDMAInfo_t *rdma)
 {
-	struct t_gate *g = h;
+	struct t_gate *g = (struct t_gate *)h;
 	(void)rdma;
 	pthread_mutex_lock(&g->lock);
 	g->entered++;
@@ -49,7 +49,7 @@ static inline ssize_t t_gate_read(void *h, char *buf, size_t size, loff_t off, c
 	return (ssize_t)n;
 }
 
-static inline ssize_t t_gate_write(void *h, const char *buf, size_t size, loff_t off, cufileRDMAInfo_t *rdma)
+static inline ssize_t t_gate_write(const void *h, const char *buf, size_t size, loff_t off, const cufileRDMAInfo_t *rdma)
 {
 	(void)h, (void)buf, (void)off, (void)rdma;
 	return (ssize_t)size;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The public structs, enums and macros of cufile.h have the sizes, member
- * offsets and values of the cuFile 1.15 interface (x86-64, LP64), so that
- * binaries built against NVIDIA's header run against this library.
+ * offsets and values of the cuFile interface (x86-64, LP64), so that
+ * binaries built against NVIDIA's header run against this library.  Built
+ * twice: with OPENCUFILE_API_VERSION=1150 (the 1.15 surface) and with the
+ * header's default (1.19: the larger statistics structs and the new names).
  */
 #include "test.h"
 
@@ -25,10 +27,15 @@ int main(void)
 	SIZE(CUfileIOParams_t, 64);
 	SIZE(CUfileIOEvents_t, 24);
 	SIZE(CUfileOpCounter_t, 16);
-	SIZE(CUfileStatsLevel1_t, 512);
-	SIZE(CUfileStatsLevel2_t, 1024);
+#if OPENCUFILE_API_VERSION >= 1190
+	const size_t L1 = 624; /* 1.19 appends the vectored I/O counters */
+#else
+	const size_t L1 = 512;
+#endif
+	SIZE(CUfileStatsLevel1_t, L1);
+	SIZE(CUfileStatsLevel2_t, L1 + 512);
 	SIZE(CUfilePerGpuStats_t, 248);
-	SIZE(CUfileStatsLevel3_t, 5000);
+	SIZE(CUfileStatsLevel3_t, L1 + 512 + 8 + 16 * 248);
 
 	/* CUfileError_t: err, cu_err. */
 	OFF(CUfileError_t, err, 0);
@@ -92,8 +99,8 @@ int main(void)
 	OFF(CUfileStatsLevel1_t, batch_read_bytes, 416);
 	OFF(CUfileStatsLevel1_t, last_batch_write_bytes, 504);
 	OFF(CUfileStatsLevel2_t, basic, 0);
-	OFF(CUfileStatsLevel2_t, read_size_kb_hist, 512);
-	OFF(CUfileStatsLevel2_t, write_size_kb_hist, 768);
+	OFF(CUfileStatsLevel2_t, read_size_kb_hist, L1);
+	OFF(CUfileStatsLevel2_t, write_size_kb_hist, L1 + 256);
 	OFF(CUfilePerGpuStats_t, uuid, 0);
 	OFF(CUfilePerGpuStats_t, read_bytes, 16);
 	OFF(CUfilePerGpuStats_t, n_reads_err, 112);
@@ -101,8 +108,52 @@ int main(void)
 	OFF(CUfilePerGpuStats_t, n_writes_err, 200);
 	OFF(CUfilePerGpuStats_t, reg_bytes, 240);
 	OFF(CUfileStatsLevel3_t, detailed, 0);
+	OFF(CUfileStatsLevel3_t, num_gpus, L1 + 512);
+	OFF(CUfileStatsLevel3_t, per_gpu_stats, L1 + 520);
+#if OPENCUFILE_API_VERSION >= 1190
+	OFF(CUfileStatsLevel1_t, readv_ops, 512);
+	OFF(CUfileStatsLevel1_t, writev_ops, 528);
+	OFF(CUfileStatsLevel1_t, readv_bytes, 544);
+	OFF(CUfileStatsLevel1_t, writev_bytes, 552);
+	OFF(CUfileStatsLevel1_t, readv_bw_bytes_per_sec, 560);
+	OFF(CUfileStatsLevel1_t, writev_bw_bytes_per_sec, 568);
+	OFF(CUfileStatsLevel1_t, readv_lat_avg_us, 576);
+	OFF(CUfileStatsLevel1_t, writev_lat_avg_us, 584);
+	OFF(CUfileStatsLevel1_t, readv_ops_per_sec, 592);
+	OFF(CUfileStatsLevel1_t, writev_ops_per_sec, 600);
+	OFF(CUfileStatsLevel1_t, readv_lat_sum_us, 608);
+	OFF(CUfileStatsLevel1_t, writev_lat_sum_us, 616);
+	OFF(CUfileStatsLevel3_t, num_gpus, 1136);
+	OFF(CUfileStatsLevel3_t, per_gpu_stats, 1144);
+	SIZE(CUfileIOVec_t, 16);
+	OFF(CUfileIOVec_t, base, 0);
+	OFF(CUfileIOVec_t, len, 8);
+	SIZE(CUfileP2PFlags_t, 4);
+	SIZE(CUfileFSOps_t, 40);
+	VAL(CU_FILE_VIRTIOFS_SUPPORTED, 13);
+	VAL(CU_FILE_MAX_TARGET_TYPES, 14);
+	VAL(CU_FILE_POSIX_IO_MODE, 2);
+	VAL(CU_FILE_VANILLA_POSIX_IO_MODE, 2);
+	VAL(CU_FILE_FALLBACK_IO_MODE, 4);
+	VAL(CU_FILE_P2P_SUPPORTED, 4);
+	VAL(CUFILE_P2PDMA, 0);
+	VAL(CUFILE_NVFS, 1);
+	VAL(CUFILE_DMABUF, 2);
+	VAL(CUFILE_C2C, 3);
+	VAL(CUFILE_NVIDIA_PEERMEM, 4);
+	VAL(CU_FILE_P2P_FLAG_PCI_P2PDMA, 1);
+	VAL(CU_FILE_P2P_FLAG_NVFS, 2);
+	VAL(CU_FILE_P2P_FLAG_DMABUF, 4);
+	VAL(CU_FILE_P2P_FLAG_C2C, 8);
+	VAL(CUFILE_PARAM_PROPERTIES_POSIX_IO_MODE, 12);
+	VAL(CUFILE_PARAM_GDS_FALLBACK_IO, 13);
+	VAL(CUFILE_PARAM_RDMA_TRANSPORT, 3);
+	VAL(CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_SIZE_KB, 2);
+	VAL(CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_COUNT, 3);
+#else
 	OFF(CUfileStatsLevel3_t, num_gpus, 1024);
 	OFF(CUfileStatsLevel3_t, per_gpu_stats, 1032);
+#endif
 
 	/* Enumerations and macros. */
 	VAL(CUFILEOP_BASE_ERR, 5000);
@@ -195,6 +246,12 @@ int main(void)
 		(void *)cuFileGetStatsLevel, (void *)cuFileStatsStart, (void *)cuFileStatsStop,
 		(void *)cuFileStatsReset, (void *)cuFileGetStatsL1, (void *)cuFileGetStatsL2,
 		(void *)cuFileGetStatsL3, (void *)cuFileGetBARSizeInKB,
+#if OPENCUFILE_API_VERSION >= 1190
+		(void *)cuFileDriverSetP2PFlags, (void *)cuFileDriverGetP2PFlags,
+		(void *)cuFileSetParameterGpuBounceBufferSlabArray,
+		(void *)cuFileGetParameterGpuBounceBufferSlabArray, (void *)cuFileExportPCIeTopology,
+		(void *)cuFileReadv, (void *)cuFileWritev,
+#endif
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		T_ASSERT(fns[i] != NULL);

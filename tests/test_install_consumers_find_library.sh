@@ -15,7 +15,7 @@ lib=$(dirname "$(find "$work/prefix" -name 'libcufile.so.0' | head -1)")
 cat >"$work/m.c" <<'C'
 #include <cufile.h>
 #include <stdio.h>
-int main(void) { int v = 0; cuFileGetVersion(&v); printf("%d\n", v); return v == 1150 ? 0 : 1; }
+int main(void) { int v = 0; cuFileGetVersion(&v); printf("%d\n", v); return v == OPENCUFILE_API_VERSION_MAX ? 0 : 1; }
 C
 cp "$work/m.c" "$work/m.cpp"
 pc=$(dirname "$(find "$work/prefix" -name cufile.pc | head -1)")
@@ -36,6 +36,6 @@ cmake -S "$work/cm" -B "$work/cm/b" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_B
 cmake --build "$work/cm/b" >/dev/null
 for p in "$work/m_pc" "$work/m_cxx" "$work/cm/b/m_cmake"; do
 	out=$("$p")
-	[ "$out" = 1150 ] || { echo "FAIL: $p printed '$out'"; exit 1; }
+	[ "$out" = 1190 ] || { echo "FAIL: $p printed '$out'"; exit 1; }
 done
 echo "pkg-config, C++17 and find_package consumers built and ran"

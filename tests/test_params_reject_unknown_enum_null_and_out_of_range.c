@@ -31,10 +31,10 @@ int main(void)
 	T_CUFILE(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)-1, &v), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileGetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, NULL), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)99, 1), CU_FILE_INVALID_VALUE);
-	T_CUFILE(cuFileGetParameterBool((CUFileBoolConfigParameter_t)12, &b), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterBool((CUFileBoolConfigParameter_t)14, &b), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileGetParameterBool(CUFILE_PARAM_PROFILE_NVTX, NULL), CU_FILE_INVALID_VALUE);
-	T_CUFILE(cuFileSetParameterBool((CUFileBoolConfigParameter_t)12, true), CU_FILE_INVALID_VALUE);
-	T_CUFILE(cuFileGetParameterString((CUFileStringConfigParameter_t)3, s, sizeof(s)), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterBool((CUFileBoolConfigParameter_t)14, true), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileGetParameterString((CUFileStringConfigParameter_t)4, s, sizeof(s)), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileGetParameterString(CUFILE_PARAM_LOG_DIR, NULL, 8), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileGetParameterString(CUFILE_PARAM_LOG_DIR, s, 0), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileSetParameterString(CUFILE_PARAM_LOG_DIR, NULL), CU_FILE_INVALID_VALUE);

@@ -17,7 +17,7 @@ static int g_foreign;
 
 static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-static ssize_t fs_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAInfo_t *info)
+static ssize_t fs_read(const void *h, char *buf, size_t n, loff_t off, const cufileRDMAInfo_t *info)
 {
 	(void)h, (void)info;
 	if (tid() != g_caller)
@@ -30,7 +30,7 @@ static ssize_t fs_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAInfo_
 	return (ssize_t)n;
 }
 
-static ssize_t fs_write(void *h, const char *buf, size_t n, loff_t off, cufileRDMAInfo_t *info)
+static ssize_t fs_write(const void *h, const char *buf, size_t n, loff_t off, const cufileRDMAInfo_t *info)
 {
 	(void)h, (void)info;
 	if (tid() != g_caller)

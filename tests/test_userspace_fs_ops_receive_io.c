@@ -51,9 +51,9 @@ static void note_call(struct memfs *fs, const char *buf, size_t size, loff_t off
 	}
 }
 
-static ssize_t fs_read(void *h, char *buf, size_t size, loff_t off, cufileRDMAInfo_t *rdma)
+static ssize_t fs_read(const void *h, char *buf, size_t size, loff_t off, const cufileRDMAInfo_t *rdma)
 {
-	struct memfs *fs = h;
+	struct memfs *fs = (struct memfs *)h;
 	(void)rdma;
 	pthread_mutex_lock(&lock);
 	if (fs->fail_next) {
@@ -72,9 +72,9 @@ static ssize_t fs_read(void *h, char *buf, size_t size, loff_t off, cufileRDMAIn
 	return (ssize_t)n;
 }
 
-static ssize_t fs_write(void *h, const char *buf, size_t size, loff_t off, cufileRDMAInfo_t *rdma)
+static ssize_t fs_write(const void *h, const char *buf, size_t size, loff_t off, const cufileRDMAInfo_t *rdma)
 {
-	struct memfs *fs = h;
+	struct memfs *fs = (struct memfs *)h;
 	(void)rdma;
 	pthread_mutex_lock(&lock);
 	if (fs->fail_next) {
@@ -92,7 +92,7 @@ static ssize_t fs_write(void *h, const char *buf, size_t size, loff_t off, cufil
 	return (ssize_t)size;
 }
 
-static const char *fs_type(void *h)
+static const char *fs_type(const void *h)
 {
 	(void)h;
 	return "memfs";

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuFileGetVersion works before the driver is opened (and does not open it),
- * reports 1150 (GDS 1.15), and rejects a NULL pointer.
+ * reports 1190 (the newest interface implemented, cuFile 1.19), and rejects a NULL pointer.
  */
 #include "test.h"
 
-#define EXPECTED_VERSION 1150
+#define EXPECTED_VERSION 1190
 #define EXPECT_NULL_VERSION CU_FILE_INVALID_VALUE
 
 int main(void)

@@ -297,6 +297,8 @@ static void check_kernel(bool *nvfs, bool *p2p)
 	*p2p = providers > 0;
 	printf("  PCI P2PDMA: kernel %s, %d device%s publishing p2pmem; opencufile does not use it\n", kcfg,
 	       providers, providers == 1 ? "" : "s");
+	printf("  cuFileDriverSetP2PFlags: no flag can take effect here (setting one returns "
+	       "CU_FILE_PLATFORM_NOT_SUPPORTED; every type reads back 0)\n");
 }
 
 /* ------------------------------------------------------- configuration */
@@ -384,6 +386,8 @@ static int print_stats_file(const char *path)
 	const CUfileStatsLevel1_t *s = &f.stats.detailed.basic;
 	print_op("read", &s->read_ops);
 	print_op("write", &s->write_ops);
+	print_op("readv", &s->readv_ops);
+	print_op("writev", &s->writev_ops);
 	print_op("handle register", &s->hdl_register_ops);
 	print_op("handle deregister", &s->hdl_deregister_ops);
 	print_op("buffer register", &s->buf_register_ops);
@@ -394,6 +398,9 @@ static int print_stats_file(const char *path)
 	printf("  write bytes %llu  bw %llu B/s  avg latency %llu us  ops/s %llu\n",
 	       (unsigned long long)s->write_bytes, (unsigned long long)s->write_bw_bytes_per_sec,
 	       (unsigned long long)s->write_lat_avg_us, (unsigned long long)s->write_ops_per_sec);
+	printf("  readv bytes %llu  writev bytes %llu  avg latency %llu / %llu us\n",
+	       (unsigned long long)s->readv_bytes, (unsigned long long)s->writev_bytes,
+	       (unsigned long long)s->readv_lat_avg_us, (unsigned long long)s->writev_lat_avg_us);
 	if (f.level >= 2) {
 		printf("  size histogram (KiB bucket: reads writes)\n");
 		for (int i = 0; i < 32; i++) {

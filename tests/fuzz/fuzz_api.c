@@ -140,7 +140,7 @@ static int saved_stats_level;
 static pthread_mutex_t memfs_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t memfs[FILE_LEN];
 
-static ssize_t memfs_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAInfo_t *r)
+static ssize_t memfs_read(const void *h, char *buf, size_t n, loff_t off, const cufileRDMAInfo_t *r)
 {
 	(void)h;
 	(void)r;
@@ -157,7 +157,7 @@ static ssize_t memfs_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAIn
 	return (ssize_t)k;
 }
 
-static ssize_t memfs_write(void *h, const char *buf, size_t n, loff_t off, cufileRDMAInfo_t *r)
+static ssize_t memfs_write(const void *h, const char *buf, size_t n, loff_t off, const cufileRDMAInfo_t *r)
 {
 	(void)h;
 	(void)r;
@@ -172,7 +172,7 @@ static ssize_t memfs_write(void *h, const char *buf, size_t n, loff_t off, cufil
 	return (ssize_t)k;
 }
 
-static const char *memfs_type(void *h)
+static const char *memfs_type(const void *h)
 {
 	(void)h;
 	return "fuzzfs";

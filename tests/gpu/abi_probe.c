@@ -14,6 +14,11 @@
  *
  * Kept valid C and C++ (no _Alignof, no designated initialisers).
  */
+/* The probe compares with NVIDIA's cuFile 1.15 header (CUDA 13.0): ours
+ * is asked for that surface.  NVIDIA's header ignores the macro. */
+#ifndef OPENCUFILE_API_VERSION
+#define OPENCUFILE_API_VERSION 1150
+#endif
 #include <cufile.h>
 
 #include <limits.h>
