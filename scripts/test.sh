@@ -13,6 +13,10 @@
 #   valgrind  the plain build's test binaries under valgrind memcheck
 #             (-DOPENCUFILE_VALGRIND=ON), all but "large" and "heavy"
 #             (tests/CMakeLists.txt says why)
+#   fuzz      the libFuzzer corpora replayed (clang)
+#   package   the Debian packages built, installed into a clean Debian root
+#             made by mmdebstrap, used and purged (scripts/package-test.sh;
+#             needs root and the Debian mirror, skipped without root)
 #
 # Every stage runs even when an earlier one failed; the script fails if any
 # did.  The summary of each stage is printed at the end, the last line a
@@ -25,7 +29,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-stages="plain asan tsan valgrind fuzz"
+stages="plain asan tsan valgrind fuzz package"
 quick=0
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -116,6 +120,31 @@ for s in $stages; do
 			names+=(fuzz)
 			results+=("FAILED: clang is needed for the libFuzzer targets")
 			failed=1
+		fi
+		;;
+	package)
+		# Not a ctest stage: the script's checks are counted like tests.
+		t0=$(date +%s)
+		echo "===== stage package: scripts/package-test.sh"
+		mkdir -p build-deb
+		scripts/package-test.sh 2>&1 | tee build-deb/stage.log
+		rc=${PIPESTATUS[0]}
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' build-deb/stage.log | tail -1)
+		names+=(package)
+		if [ "$rc" -eq 77 ]; then
+			results+=("SKIPPED: $(grep -m1 'SKIPPED' build-deb/stage.log)")
+		elif [ -z "$line" ]; then
+			results+=("FAILED: no summary (rc $rc), see build-deb/stage.log")
+			failed=1
+		else
+			p=${line%% passed*}
+			f=${line#*passed, }
+			f=${f%% failed*}
+			total_pass=$((total_pass + p))
+			total_fail=$((total_fail + f))
+			total_run=$((total_run + p + f))
+			[ "$rc" -eq 0 ] || failed=1
+			results+=("$line  [$(($(date +%s) - t0)) s]")
 		fi
 		;;
 	*)

@@ -2,7 +2,9 @@
 /*
  * gdscheck - what opencufile will do on this machine, and its statistics.
  *
- *   gdscheck [-p]      platform check: library version, configuration file
+ *   gdscheck [-p]      platform check: library version, which libcufile.so.0
+ *                      this process loaded and why (which_libcufile.c),
+ *                      configuration file
  *                      and every effective setting with its source, GPUs
  *                      (BAR1 size, usable or not), mounted file systems
  *                      (type, O_DIRECT tested), io_uring, nvidia-fs, PCI
@@ -42,6 +44,7 @@
 #include "config.h"
 #include "log.h"
 #include "stats.h"
+#include "which_libcufile.h"
 
 #ifndef OCF_VERSION_STRING
 #define OCF_VERSION_STRING "unknown"
@@ -494,6 +497,7 @@ int main(int argc, char **argv)
 	cuFileGetVersion(&v);
 	printf("opencufile %s, cuFile API %d.%d (cuFileGetVersion %d)\n", OCF_VERSION_STRING, v / 1000,
 	       v % 1000 / 10, v);
+	report_libcufile();
 	check_config();
 	check_gpus();
 	check_mounts(all);
