@@ -18,7 +18,7 @@ static void sleep_slow(void)
 		;
 }
 
-static ssize_t slow_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAInfo_t *rdma)
+static ssize_t slow_read(const void *h, char *buf, size_t n, loff_t off, const cufileRDMAInfo_t *rdma)
 {
 	(void)h, (void)off, (void)rdma;
 	sleep_slow();
@@ -26,14 +26,14 @@ static ssize_t slow_read(void *h, char *buf, size_t n, loff_t off, cufileRDMAInf
 	return (ssize_t)n;
 }
 
-static ssize_t slow_write(void *h, const char *buf, size_t n, loff_t off, cufileRDMAInfo_t *rdma)
+static ssize_t slow_write(const void *h, const char *buf, size_t n, loff_t off, const cufileRDMAInfo_t *rdma)
 {
 	(void)h, (void)buf, (void)off, (void)rdma;
 	sleep_slow();
 	return (ssize_t)n;
 }
 
-static const char *slow_type(void *h)
+static const char *slow_type(const void *h)
 {
 	(void)h;
 	return "slowfs";
