@@ -1038,16 +1038,11 @@ static const struct not_applicable not_applicable[] = {
 	{"D2H ", FR | FBR | FHR | FDO, VALL, BALL, false, "no device-to-host copy: reads or a registration"},
 	{"H2D ", FR, V_HOST, BALL, false, "host memory: no copy to a device"},
 	{"D2H ", FW, V_HOST, BALL, false, "host memory: no copy from a device"},
-	{"H2D copy (sync)", FR, V_DEV_DIRECT | V_DEV_BUF, BALL, false,
-	 "requests over 64 KiB are pipelined with asynchronous copies"},
-	{"D2H copy (sync)", FW, V_DEV_DIRECT | V_DEV_BUF, BALL, false,
-	 "requests over 64 KiB are pipelined with asynchronous copies"},
-	{"H2D copy (sync)", FDO | FB | FA, VALL, BALL, false,
-	 "the device-memory requests of these sessions are over 64 KiB: asynchronous copies"},
-	{"D2H copy (sync)", FB | FA, VALL, BALL, false,
-	 "the device-memory requests of these sessions are over 64 KiB: asynchronous copies"},
-	{"H2D copy (async", FR, V_DEV_SMALL, BALL, false, "a request of 64 KiB or less is copied synchronously"},
-	{"D2H copy (async", FW, V_DEV_SMALL, BALL, false, "a request of 64 KiB or less is copied synchronously"},
+#define NO_SYNC_COPY                                                                                   \
+	"the library never copies synchronously: such a copy holds the driver's lock while it waits "   \
+	"(docs/reliability.md, Hangs, cause 4)"
+	{"H2D copy (sync)", FALL, VALL, BALL, false, NO_SYNC_COPY},
+	{"D2H copy (sync)", FALL, VALL, BALL, false, NO_SYNC_COPY},
 	/* The stand-in's "copy fails, the stream goes on" is not what the real
 	 * driver does to a stream operation's copies (a sticky context error:
 	 * the stream stops, the operation fails through the GPU liveness
