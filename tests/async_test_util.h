@@ -111,6 +111,15 @@ static inline int t_gate_entered(struct t_gate *g)
 	return n;
 }
 
+/* Read calls that have returned from the callback so far. */
+static inline int t_gate_done(struct t_gate *g)
+{
+	pthread_mutex_lock(&g->lock);
+	int n = g->done;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
 static inline double t_now_s(void)
 {
 	struct timespec ts;

@@ -226,37 +226,58 @@ int main(void)
 	T_ASSERT(IS_CUDA_ERR(st));
 	T_EQ(CU_FILE_CUDA_ERR(st), CUDA_ERROR_OUT_OF_MEMORY);
 
-	/* The public entry points exist with C linkage (link-time check). */
-	void *fns[] = {
-		(void *)cuFileDriverOpen, (void *)cuFileDriverClose_v2, (void *)cuFileUseCount,
-		(void *)cuFileDriverGetProperties, (void *)cuFileDriverSetPollMode,
-		(void *)cuFileDriverSetMaxDirectIOSize, (void *)cuFileDriverSetMaxCacheSize,
-		(void *)cuFileDriverSetMaxPinnedMemSize, (void *)cuFileGetVersion,
-		(void *)cuFileHandleRegister, (void *)cuFileHandleDeregister,
-		(void *)cuFileBufRegister, (void *)cuFileBufDeregister, (void *)cuFileRead,
-		(void *)cuFileWrite, (void *)cuFileBatchIOSetUp, (void *)cuFileBatchIOSubmit,
-		(void *)cuFileBatchIOGetStatus, (void *)cuFileBatchIOCancel,
-		(void *)cuFileBatchIODestroy, (void *)cuFileReadAsync, (void *)cuFileWriteAsync,
-		(void *)cuFileStreamRegister, (void *)cuFileStreamDeregister,
-		(void *)cuFileGetParameterSizeT, (void *)cuFileGetParameterBool,
-		(void *)cuFileGetParameterString, (void *)cuFileGetParameterMinMaxValue,
-		(void *)cuFileSetParameterSizeT, (void *)cuFileSetParameterBool,
-		(void *)cuFileSetParameterString, (void *)cuFileSetParameterPosixPoolSlabArray,
-		(void *)cuFileGetParameterPosixPoolSlabArray, (void *)cuFileSetStatsLevel,
-		(void *)cuFileGetStatsLevel, (void *)cuFileStatsStart, (void *)cuFileStatsStop,
-		(void *)cuFileStatsReset, (void *)cuFileGetStatsL1, (void *)cuFileGetStatsL2,
-		(void *)cuFileGetStatsL3, (void *)cuFileGetBARSizeInKB,
+	/* The public entry points have C linkage and the functions the program
+	 * calls are the library's exported symbols of those names: each address
+	 * the program links to must be what dlsym finds under that name in
+	 * libcufile.so.0 (not a copy in the program, an inline in the header or
+	 * another library's symbol).  The name is taken after macro expansion:
+	 * where the header renames a function (the statistics getters of the
+	 * 1.19 surface), the symbol checked is the one the program binds to. */
+	void *lib = dlopen("libcufile.so.0", RTLD_NOW | RTLD_NOLOAD);
+	if (!lib)
+		T_FAIL("libcufile.so.0 is not loaded in this process: %s", dlerror());
+#define STR_(x) #x
+#define F(fn) { STR_(fn), (void *)fn }
+	const struct {
+		const char *name;
+		void *addr;
+	} fns[] = {
+		F(cuFileDriverOpen), F(cuFileDriverClose_v2), F(cuFileUseCount),
+		F(cuFileDriverGetProperties), F(cuFileDriverSetPollMode),
+		F(cuFileDriverSetMaxDirectIOSize), F(cuFileDriverSetMaxCacheSize),
+		F(cuFileDriverSetMaxPinnedMemSize), F(cuFileGetVersion),
+		F(cuFileHandleRegister), F(cuFileHandleDeregister),
+		F(cuFileBufRegister), F(cuFileBufDeregister), F(cuFileRead),
+		F(cuFileWrite), F(cuFileBatchIOSetUp), F(cuFileBatchIOSubmit),
+		F(cuFileBatchIOGetStatus), F(cuFileBatchIOCancel),
+		F(cuFileBatchIODestroy), F(cuFileReadAsync), F(cuFileWriteAsync),
+		F(cuFileStreamRegister), F(cuFileStreamDeregister),
+		F(cuFileGetParameterSizeT), F(cuFileGetParameterBool),
+		F(cuFileGetParameterString), F(cuFileGetParameterMinMaxValue),
+		F(cuFileSetParameterSizeT), F(cuFileSetParameterBool),
+		F(cuFileSetParameterString), F(cuFileSetParameterPosixPoolSlabArray),
+		F(cuFileGetParameterPosixPoolSlabArray), F(cuFileSetStatsLevel),
+		F(cuFileGetStatsLevel), F(cuFileStatsStart), F(cuFileStatsStop),
+		F(cuFileStatsReset), F(cuFileGetStatsL1), F(cuFileGetStatsL2),
+		F(cuFileGetStatsL3), F(cuFileGetBARSizeInKB),
 #if OPENCUFILE_API_VERSION >= 1190
-		(void *)cuFileDriverSetP2PFlags, (void *)cuFileDriverGetP2PFlags,
-		(void *)cuFileSetParameterGpuBounceBufferSlabArray,
-		(void *)cuFileGetParameterGpuBounceBufferSlabArray, (void *)cuFileExportPCIeTopology,
-		(void *)cuFileReadv, (void *)cuFileWritev,
+		F(cuFileDriverSetP2PFlags), F(cuFileDriverGetP2PFlags),
+		F(cuFileSetParameterGpuBounceBufferSlabArray),
+		F(cuFileGetParameterGpuBounceBufferSlabArray), F(cuFileExportPCIeTopology),
+		F(cuFileReadv), F(cuFileWritev),
 #endif
 	};
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		T_ASSERT(fns[i] != NULL);
-	/* The pre-_v2 close is exported too. */
-	T_ASSERT(dlsym(RTLD_DEFAULT, "cuFileDriverClose") != NULL);
-	T_ASSERT(dlsym(RTLD_DEFAULT, "cuFileDriverClose_v2") != NULL);
+#undef F
+#undef STR_
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		void *sym = dlsym(lib, fns[i].name);
+		if (sym != fns[i].addr)
+			T_FAIL("%s: the program calls %p, libcufile.so.0 exports %p", fns[i].name,
+			       fns[i].addr, sym);
+	}
+	/* The pre-_v2 close is exported too, by the library itself. */
+	T_ASSERT(dlsym(lib, "cuFileDriverClose") != NULL);
+	T_ASSERT(dlsym(lib, "cuFileDriverClose_v2") != NULL);
+	dlclose(lib);
 	return 0;
 }

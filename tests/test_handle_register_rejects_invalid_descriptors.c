@@ -8,7 +8,10 @@
  *   directory, pipe, socket, /dev/null           -> INVALID_FILE_TYPE
  *   fd opened with O_APPEND, O_PATH fd           -> INVALID_FILE_OPEN_FLAG
  *   an fd that is already registered             -> HANDLE_ALREADY_REGISTERED
- * and after each rejection the library still works.
+ * and after each rejection the library still works.  A rejected call returns
+ * no handle: the specification gives the handle only to a successful
+ * registration, so the caller's variable (pre-filled with a sentinel) must
+ * come back unchanged or NULL, never as something that looks like a handle.
  */
 #include "test.h"
 
@@ -23,16 +26,28 @@
 #define EXPECT_OPATH CU_FILE_INVALID_FILE_OPEN_FLAG
 #define EXPECT_TWICE CU_FILE_HANDLE_ALREADY_REGISTERED
 
+/* What the handle variable holds before a call that must be rejected. */
+#define SENTINEL ((CUfileHandle_t)(uintptr_t)0x5e5e5e5e5e5e5e5eull)
+
+/* The handle variable after a rejected call: unchanged, or NULL. */
+#define EXPECT_NO_HANDLE(fh)                                                               \
+	do {                                                                               \
+		if ((fh) != SENTINEL && (fh) != NULL)                                      \
+			T_FAIL("a rejected cuFileHandleRegister set the handle to %p",     \
+			       (void *)(fh));                                              \
+	} while (0)
+
 static void expect_reject(int type, int fd, CUfileOpError expected, const char *what)
 {
 	CUfileDescr_t d;
-	CUfileHandle_t fh = NULL;
+	CUfileHandle_t fh = SENTINEL;
 
 	t_set_case("%s", what);
 	memset(&d, 0, sizeof(d));
 	d.type = (enum CUfileFileHandleType)type;
 	d.handle.fd = fd;
 	T_CUFILE(cuFileHandleRegister(&fh, &d), expected);
+	EXPECT_NO_HANDLE(fh);
 	t_set_case("%s", "");
 }
 
@@ -50,7 +65,9 @@ int main(void)
 	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 	d.handle.fd = good;
 	T_CUFILE(cuFileHandleRegister(NULL, &d), EXPECT_NULL_ARG);
+	fh = SENTINEL;
 	T_CUFILE(cuFileHandleRegister(&fh, NULL), EXPECT_NULL_ARG);
+	EXPECT_NO_HANDLE(fh);
 
 	/* Handle types. */
 	expect_reject(CU_FILE_HANDLE_TYPE_OPAQUE_WIN32, good, EXPECT_BAD_TYPE, "type OPAQUE_WIN32");

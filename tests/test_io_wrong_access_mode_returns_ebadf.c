@@ -2,7 +2,9 @@
 /*
  * OS errors come back as -1 with errno: cuFileRead through an O_WRONLY fd
  * and cuFileWrite through an O_RDONLY fd return -1 with errno EBADF (host
- * and device buffers, registered or not), and nothing is moved.
+ * and device buffers, registered or not), and nothing is moved: the read's
+ * buffer still holds the poison it was filled with, the write's buffer its
+ * pattern, and the file its contents.
  */
 #include "test.h"
 
@@ -16,6 +18,19 @@ static void expect_ebadf(ssize_t r, int e, const char *what)
 	if (r != EXPECT_RET || e != EXPECT_ERRNO)
 		T_FAIL("%s returned %s, expected -1 with errno %d (%s)", what,
 		       t_io_ret_str(r, e, b, sizeof(b)), EXPECT_ERRNO, strerror(EXPECT_ERRNO));
+}
+
+/* The whole buffer must still hold `byte` (seed < 0) or pattern `seed` of
+ * file offsets 0... */
+static void expect_untouched(const struct t_mem *m, int seed, const char *what)
+{
+	uint8_t *v = malloc(m->len);
+	T_ASSERT(v != NULL);
+	t_mem_get(m, 0, v, m->len);
+	if (seed < 0 ? t_check_fill(v, m->len, T_POISON, what)
+		     : t_check_pattern(v, m->len, 0, (uint32_t)seed, what))
+		T_FAIL("a failed call changed the buffer");
+	free(v);
 }
 
 static void run(CUfileHandle_t wo, CUfileHandle_t ro, int check_fd, enum t_mem_kind kind, int reg)
@@ -39,6 +54,7 @@ static void run(CUfileHandle_t wo, CUfileHandle_t ro, int check_fd, enum t_mem_k
 	r = cuFileRead(wo, m.ptr, len - 1, 1, 1);
 	e = errno;
 	expect_ebadf(r, e, "cuFileRead on O_WRONLY, unaligned");
+	expect_untouched(&m, -1, "buffer after the failed reads");
 
 	t_mem_put_pattern(&m, 0, len, 0, 13);
 	errno = 0;
@@ -49,6 +65,7 @@ static void run(CUfileHandle_t wo, CUfileHandle_t ro, int check_fd, enum t_mem_k
 	r = cuFileWrite(ro, m.ptr, len - 3, 5, 3);
 	e = errno;
 	expect_ebadf(r, e, "cuFileWrite on O_RDONLY, unaligned");
+	expect_untouched(&m, 13, "buffer after the failed writes");
 
 	uint8_t *b = malloc(len);
 	T_ASSERT(b != NULL);

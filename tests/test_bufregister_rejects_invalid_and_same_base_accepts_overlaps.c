@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuFileBufRegister / cuFileBufDeregister argument checking, host and device,
- * as NVIDIA's library does it:
+ * as NVIDIA's library does it: invalid arguments and the same base twice are
+ * rejected, while ranges that overlap a registration at another base are
+ * accepted (each assertion below names the status it requires, so a library
+ * that refused an overlap, or accepted a second registration of one base,
+ * fails):
  *   register NULL or length 0 -> INVALID_VALUE
  *   flag bits other than CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING
  *   are accepted and ignored (the registration is an ordinary one)
