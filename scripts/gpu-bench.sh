@@ -28,6 +28,14 @@
 #   when it runs out)  GPU_BENCH_SIZE=4G  GPU_BENCH_COLD_SIZE=2G
 #   GPU_BENCH_ONLY="w4g lat4k ..." (workload ids)  GPU_BENCH_LIBS="ours nv"
 #   GPU_BENCH_KEEP=1 (keep the scratch files)
+#   The sweep (id "sweep", last): threads x call size through every library,
+#   alternating per thread count, each cell a fixed time (gdsio -S -T):
+#   GPU_BENCH_SWEEP_THREADS=1,2,4,8,16,32,64  GPU_BENCH_SWEEP_SIZES=1M,4M,16M,64M
+#   GPU_BENCH_SWEEP_BUDGET=150 (seconds, and never more than is left of
+#   GPU_BENCH_BUDGET)  GPU_BENCH_SWEEP_CELL (seconds per cell; default: what
+#   the budget allows, at most 3)  GPU_BENCH_SWEEP_ARGS="-x 0 -m 0 -b -N"
+#   Output: $OUT/sweep.csv (lib,threads,size_mib,GBps,cpu_s_per_GB,status)
+#   and $OUT/sweep.svg (scripts/sweep-chart.py).
 #   GPU_BENCH_DRYRUN=1: tiny sizes, one repetition, ours only, no cache drops,
 #   no udev changes - to check the script's logic on a machine without a GPU
 #   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
@@ -61,6 +69,11 @@ ONLY=${GPU_BENCH_ONLY:-}
 LIBS=${GPU_BENCH_LIBS:-ours nv}
 DRY=${GPU_BENCH_DRYRUN:-0}
 KEEP=${GPU_BENCH_KEEP:-0}
+SW_THREADS=${GPU_BENCH_SWEEP_THREADS:-1,2,4,8,16,32,64}
+SW_SIZES=${GPU_BENCH_SWEEP_SIZES:-1M,4M,16M,64M}
+SW_BUDGET=${GPU_BENCH_SWEEP_BUDGET:-150}
+SW_CELL=${GPU_BENCH_SWEEP_CELL:-}
+SW_ARGS=${GPU_BENCH_SWEEP_ARGS:--x 0 -m 0 -b -N}
 LATT=2          # seconds of 4 KiB random reads per repetition
 BATCHSZ=1G      # data set of the batch workloads
 DROP=1
@@ -78,6 +91,8 @@ if [ "$(readlink -f /proc/$$/fd/1 2>/dev/null)" = "$(readlink -f "$RAW")" ]; the
 fi
 : >"$RAW"
 TABLE=$OUT/bench-table.md
+SWEEP_CSV=$OUT/sweep.csv
+SWEEP_SVG=$OUT/sweep.svg
 DATA=$SCRATCH/bench.dat
 WDATA=$SCRATCH/bench-write.dat
 RUNOUT=$SCRATCH/run.out
@@ -168,17 +183,11 @@ CREATED=()
 declare -A V ST VF CEIL PIN
 # V[id|lib|metric]="v1 v2 ..."  ST[id|lib]=first bad status  VF[id|lib]=verify result
 
-# run_gdsio ID LIB REP COLD TIMEOUT ARGS... : one gdsio process, recorded.
-run_gdsio() {
-	local id=$1 lib=$2 rep=$3 cold=$4 tmo=$5 rc st libline want v
-	shift 5
+# launch LIB TIMEOUT ARGS... : $PROG through library LIB, output in $RUNOUT.
+launch() {
+	local lib=$1 tmo=$2 rc
+	shift 2
 	local args=("$@")
-	((rep == 0)) && args+=(-V)
-	((cold)) && drop_caches
-	local t
-	t=$(left)
-	((t < 5)) && t=5
-	((tmo > t)) && tmo=$t
 	if [ "$lib" = nv ]; then
 		udev_on
 		timeout -k 3 "$tmo" env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -194,6 +203,31 @@ run_gdsio() {
 	CHILD=""
 	UDEV_NOTE=""
 	[ "$lib" = nv ] && UDEV_NOTE="udev data written: ${UDEV_FILES[*]:-none}" && udev_off
+	return $rc
+}
+
+# right_library LIB : "" when $RUNOUT's banner names the intended library.
+right_library() {
+	local libline want
+	libline=$(grep -m1 -E '^# [a-z]+: cuFile library' "$RUNOUT")
+	[ -n "$libline" ] || return 0
+	if [ "$1" = ours ]; then want="mapped: 1: $OURREAL)"; else want="mapped: 1: $NVREAL/"; fi
+	case $libline in *"$want"*) ;; *) echo WRONG_LIBRARY; log "!!! expected $want in: $libline" ;; esac
+}
+
+# run_gdsio ID LIB REP COLD TIMEOUT ARGS... : one gdsio process, recorded.
+run_gdsio() {
+	local id=$1 lib=$2 rep=$3 cold=$4 tmo=$5 rc st v
+	shift 5
+	local args=("$@")
+	((rep == 0)) && args+=(-V)
+	((cold)) && drop_caches
+	local t
+	t=$(left)
+	((t < 5)) && t=5
+	((tmo > t)) && tmo=$t
+	launch "$lib" "$tmo" "${args[@]}"
+	rc=$?
 	# Ours writes its pinned staging memory (peak, bound) at driver close.
 	if [ "$lib" = ours ] && [ -x "$GDSCHECK" ] && [ -f "$OUT/ours-stats.bin" ]; then
 		local pin
@@ -214,11 +248,8 @@ run_gdsio() {
 	*) [ -z "$st" ] && st="rc=$rc" ;;
 	esac
 	# Which libcufile did it really load?
-	libline=$(grep -m1 -E '^# [a-z]+: cuFile library' "$RUNOUT")
-	if [ -n "$libline" ]; then
-		if [ "$lib" = ours ]; then want="mapped: 1: $OURREAL)"; else want="mapped: 1: $NVREAL/"; fi
-		case $libline in *"$want"*) ;; *) st="WRONG_LIBRARY"; log "!!! expected $want in: $libline" ;; esac
-	fi
+	v=$(right_library "$lib")
+	[ -n "$v" ] && st=$v
 	if ((rep == 0)); then
 		if grep -q 'Verify: PASS' "$RUNOUT" && [ -z "$st" ]; then VF[$id|$lib]=PASS; else VF[$id|$lib]="FAIL${st:+($st)}"; fi
 	fi
@@ -327,6 +358,106 @@ ceilings() {
 	say "[t=$(elapsed)s] ceilings $(grep -c '^ceiling ' "$RUNOUT") measured ($*)"
 }
 
+# sweep: gdsio -S over SW_THREADS x SW_SIZES, one invocation per thread count
+# and library (libraries alternating, order flipped each thread count), each
+# cell -T seconds; rows appended to $SWEEP_CSV.
+sweep() {
+	wanted sweep || return 0
+	local nt ns nl budget cell tmo lib order T i=0 st gpu
+	nt=$(tr ',' '\n' <<<"$SW_THREADS" | grep -c .)
+	ns=$(tr ',' '\n' <<<"$SW_SIZES" | grep -c .)
+	nl=$(wc -w <<<"$LIBS")
+	budget=$SW_BUDGET
+	(($(left) - 10 < budget)) && budget=$(($(left) - 10))
+	# A cell costs its -T plus about 0.5 s of setup (buffers, threads), an
+	# invocation about 1.5 s more (process, driver open).
+	cell=${SW_CELL:-$(awk -v b="$budget" -v c=$((nt * ns * nl)) -v n=$((nt * nl)) \
+		'BEGIN {x = (b - 1.5 * n) / c - 0.5; if (x > 3) x = 3; printf "%.2f", x}')}
+	if awk -v x="$cell" 'BEGIN {exit !(x < 0.2)}'; then
+		SKIPPED+=(sweep)
+		say "[t=$(elapsed)s] sweep: skipped, ${budget}s of budget is too little for $((nt * ns * nl)) cells"
+		return 0
+	fi
+	say "[t=$(elapsed)s] sweep: threads $SW_THREADS x sizes $SW_SIZES x [$LIBS], ${cell}s per cell, budget ${budget}s"
+	gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+	# The cold workloads dropped the cache: warm the file again (CPU only).
+	env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
+	{
+		echo "# sweep: $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${GPU_BENCH_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)}, ${gpu:-no GPU (dry run?)}, gdsio $SW_ARGS, data set $SIZE, ${cell}s per cell"
+		echo "lib,threads,size_mib,GBps,cpu_s_per_GB,status"
+	} >"$SWEEP_CSV"
+	local T0S=$SECONDS
+	for T in ${SW_THREADS//,/ }; do
+		order=$LIBS
+		((i++ % 2)) && order=$(echo "$LIBS" | awk '{for (i = NF; i >= 1; i--) printf "%s%s", $i, (i > 1 ? " " : "")}')
+		for lib in $order; do
+			tmo=$(awk -v n="$ns" -v c="$cell" 'BEGIN {printf "%d", n * (c + 5) + 30}')
+			if (($(left) < 10 || SECONDS - T0S > budget)); then
+				SKIPPED+=("sweep(from $T threads)")
+				say "[t=$(elapsed)s] sweep: out of time at $T threads"
+				break 2
+			fi
+			rm -f "$SCRATCH/sweep-part.csv"
+			# shellcheck disable=SC2086 # SW_ARGS is a list of options
+			launch "$lib" "$tmo" -f "$DATA" -s "$SIZE" $SW_ARGS -S -w "$T" -i "$SW_SIZES" -T "$cell" \
+				-C "$SCRATCH/sweep-part.csv"
+			st=$?
+			{
+				echo "### [t=$(elapsed)s] sweep $lib rc=$st: threads $T sizes $SW_SIZES"
+				cat "$RUNOUT"
+			} >>"$RAW"
+			st=$(right_library "$lib")
+			[ -f "$SCRATCH/sweep-part.csv" ] &&
+				awk -F, -v lib="$lib" -v bad="$st" 'NR > 1 {printf "%s,%s,%g,%s,%s,%s\n", lib, $4, $5 / 1048576, $9, $14, bad != "" ? bad : $15}' \
+					"$SCRATCH/sweep-part.csv" >>"$SWEEP_CSV"
+		done
+	done
+	rm -f "$SCRATCH/sweep-part.csv"
+	say "[t=$(elapsed)s] sweep: $(($(wc -l <"$SWEEP_CSV") - 2)) cells in $SWEEP_CSV"
+	if python3 "$ROOT/scripts/sweep-chart.py" "$SWEEP_CSV" "$SWEEP_SVG" >>"$RAW" 2>&1; then
+		say "[t=$(elapsed)s] sweep: chart $SWEEP_SVG"
+	else
+		say "[t=$(elapsed)s] sweep: chart failed (see $RAW)"
+	fi
+}
+
+# The sweep as markdown: per library a grid of GB/s (CPU s/GB), and the
+# target "no cell at or above 4 MiB below 0.8x the sweep's best".
+sweep_table() {
+	[ -s "$SWEEP_CSV" ] && [ "$(wc -l <"$SWEEP_CSV")" -gt 2 ] || return 0
+	echo
+	echo "Sweep ($(sed -n '1s/^# sweep: //p' "$SWEEP_CSV")): GB/s (CPU s/GB) per threads x call size"
+	awk -F, 'NR > 2 {
+		if (!(($1) in seenlib)) { seenlib[$1] = 1; libs[++nl] = $1 }
+		if (!(($2) in seent)) { seent[$2] = 1; ts[++nt] = $2 }
+		if (!(($3) in seens)) { seens[$3] = 1; ss[++ns] = $3 }
+		k = $1 SUBSEP $2 SUBSEP $3
+		if ($6 == "ok") { v[k] = $4; c[k] = $5; if ($4 > best[$1]) best[$1] = $4 } else v[k] = $6
+	} END {
+		for (l = 1; l <= nl; l++) {
+			lib = libs[l]; low = 0; lows = ""
+			printf "\n%s (best %.1f GB/s)\n\n| threads |", lib, best[lib]
+			for (j = 1; j <= ns; j++) printf " %g MiB |", ss[j]
+			printf "\n| --- |"; for (j = 1; j <= ns; j++) printf " --- |"; printf "\n"
+			for (i = 1; i <= nt; i++) {
+				printf "| %s |", ts[i]
+				for (j = 1; j <= ns; j++) {
+					k = lib SUBSEP ts[i] SUBSEP ss[j]
+					if (!(k in v)) printf " - |"
+					else if (k in c) {
+						printf " %.1f (%.2f) |", v[k], c[k]
+						if (ss[j] >= 4 && v[k] < 0.8 * best[lib]) { low++; lows = lows " " ts[i] "x" ss[j] "M" }
+					} else printf " %s |", v[k]
+				}
+				printf "\n"
+			}
+			printf "\ncells >= 4 MiB below 0.8x the best: %d%s\n", low, low ? " (" substr(lows, 2) ")" : ""
+		}
+	}' "$SWEEP_CSV"
+	echo
+	echo "Sweep data: $SWEEP_CSV, chart: $SWEEP_SVG"
+}
+
 # ------------------------------------------------------------- the table
 fmt() { [ "$1" = - ] && { echo -; return; }; awk -v v="$1" 'BEGIN {if (v >= 100) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v}'; }
 
@@ -347,7 +478,7 @@ median_of() { local s; s=$(stats "${V[$1|$2|$3]:-}"); echo "${s%% *}"; }
 
 # check CHECKS id metric : "yes"/"NO"/"?" for ours against the target.
 check() {
-	local checks=$1 id=$2 metric=$3 ours nv c ok=yes ref
+	local checks=$1 id=$2 metric=$3 ours nv c ok=yes ref a
 	[ -z "$checks" ] && { echo ""; return; }
 	ours=$(median_of "$id" ours "$metric")
 	nv=$(median_of "$id" nv "$metric")
@@ -362,6 +493,11 @@ check() {
 			c=${c#xceil:}
 			ref=${CEIL[${c#*:}]:-}
 			if [ -n "$ref" ]; then awk -v a="$ours" -v r="${ref%% *}" -v f="${c%%:*}" 'BEGIN {exit !(a >= f * r)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		cpunv) # CPU s/GB no more than NVIDIA's
+			a=$(median_of "$id" ours CPU_sec_per_GB)
+			ref=$(median_of "$id" nv CPU_sec_per_GB)
+			if [ -n "$a" ] && [ -n "$ref" ]; then awk -v a="$a" -v r="$ref" 'BEGIN {exit !(a <= r)}' || ok=NO
 			elif [ "$ok" = yes ]; then ok="?"; fi ;;
 		xrow:*)
 			c=${c#xrow:}
@@ -378,7 +514,11 @@ ROWS=(
 	"w4g|GB_per_sec|warm, ONE 4 GiB cuFileRead, device unregistered, buffered fd (GB/s)|>= 40, >= 2x NVIDIA, >= 0.9x page cache|ge:40 xnv:2 xceil:0.9:pagecache_pread_best|0"
 	"t1_16m|GB_per_sec|warm, 1 thread x 16 MiB calls, device unregistered (GB/s)|>= 15 (NVIDIA 6.3)|ge:15|0"
 	"t16_1m|GB_per_sec|warm, 16 threads x 1 MiB calls, device unregistered (GB/s)|>= 1.3x NVIDIA|xnv:1.3|0"
-	"t8_16m|GB_per_sec|warm, 8 threads x 16 MiB calls, device registered (GB/s)|(NVIDIA 14.7)||0"
+	"t8_16m|GB_per_sec|warm, 8 threads x 16 MiB calls, device registered (GB/s)|>= 0.85x pinned H2D, > NVIDIA, CPU <= NVIDIA|xceil:0.85:h2d_pinned_1GiB xnv:1 cpunv|0"
+	"t16_16m_sh|GB_per_sec|warm, 16 threads x 16 MiB into ONE registered buffer of the data set's size (GB/s)|>= 0.85x pinned H2D, > NVIDIA, CPU <= NVIDIA|xceil:0.85:h2d_pinned_1GiB xnv:1 cpunv|0"
+	"t8_16m_ur|GB_per_sec|warm, 8 threads x 16 MiB calls, device unregistered (GB/s)|~ one large call (w4g), CPU <= NVIDIA|cpunv|0"
+	"t64_16m|GB_per_sec|warm, 64 threads x 16 MiB calls, device registered (GB/s)|~ one large call (w4g), CPU <= NVIDIA|cpunv|0"
+	"t8_16m_dio|GB_per_sec|warm file, O_DIRECT fd, 8 threads x 16 MiB, registered (GB/s)|>= 0.9x the buffered fd (t8_16m), CPU <= NVIDIA|xrow:0.9:t8_16m cpunv|0"
 	"host4g|GB_per_sec|warm, ONE 4 GiB cuFileRead into malloc memory (GB/s)|>= 30 (NVIDIA 5)|ge:30|0"
 	"lat4k|avg_usecs|warm, 4 KiB random reads, device, 1 thread: avg (us)|<= 6 (NVIDIA 10)|le:6|1"
 	"lat4k|p50_usecs|  ... p50 (us)|(NVIDIA 9.5)||1"
@@ -451,6 +591,7 @@ print_table() {
 				PIN[$id]=""
 			done
 		fi
+		sweep_table
 		echo
 		echo "| ceiling | value |"
 		echo "| --- | --- |"
@@ -496,6 +637,13 @@ workload w4g      0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i "$SIZE"
 workload t1_16m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 16M
 workload t16_1m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 16 -s "$SIZE" -i 1M
 workload t8_16m   0 60 20 "${F[@]}" -x 0 -m 0 -N -w 8 -s "$SIZE" -i 16M
+# The loader shapes: fastsafetensors (16 threads into one registered buffer
+# of the whole data set), unregistered memory, a pool of 64 threads, and a
+# warm file read through an O_DIRECT handle (nothing dropped the cache yet).
+workload t16_16m_sh 0 90 25 "${F[@]}" -x 0 -m 0 -A -N -w 16 -s "$SIZE" -i 16M
+workload t8_16m_ur  0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 8 -s "$SIZE" -i 16M
+workload t64_16m    0 90 25 "${F[@]}" -x 0 -m 0 -N -w 64 -s "$SIZE" -i 16M
+workload t8_16m_dio 0 60 20 "${F[@]}" -x 0 -m 0 -O -w 8 -s "$SIZE" -i 16M
 workload host4g   0 60 20 "${F[@]}" -x 0 -m 3 -b -N -w 1 -s "$SIZE" -i "$SIZE"
 workload lat4k    0 60 25 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 4K -I 2 -T "$LATT"
 workload batch128 0 15 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
@@ -524,6 +672,8 @@ sync
 workload wr_dio   0 90 30 -f "$WDATA" -I 1 -x 0 -m 0 -b -O -w 1 -s "$SIZE" -i 16M
 sync
 workload wr_buf   0 90 25 -f "$WDATA" -I 1 -x 0 -m 0 -b -N -w 8 -s "$SIZE" -i 1M
+
+sweep
 
 say "gpu-bench: done in $(elapsed)s"
 print_table

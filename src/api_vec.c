@@ -85,9 +85,11 @@ static int plan_build(const CUfileIOVec_t *iov, size_t iovcnt, struct vec_plan *
 			if (r == 0)
 				bi_base = b;
 		}
+		/* Resolved at its own address: a piece may lie below the one
+		 * whose lookup it shares (pieces in any memory order). */
 		struct ocf_target t;
 		if (r == 0)
-			r = buf_target(&bi, bi_base, (off_t)((uintptr_t)b - (uintptr_t)bi_base), len, &t);
+			r = buf_target(&bi, b, 0, len, &t);
 		if (r)
 			return r == OCF_ERR(CU_FILE_INVALID_VALUE) ? -EINVAL : r; /* past the end of a registration */
 		if (t.device && p->gpu < 0)

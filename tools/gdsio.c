@@ -84,6 +84,8 @@ static struct opts {
 	int threads[MAX_LIST];
 	int nthreads;
 	int skip_reg, verify, unaligned, odirect, sweep, prepare_only;
+	int shared;    /* -A: one buffer of the data set's size shared by all threads */
+	unsigned vec;  /* -v: each op is a cuFileReadv/Writev of this many pieces (0: off) */
 	double duration, batch_timeout;
 	unsigned seed;
 	unsigned depth; /* -B: operations per async group / batch */
@@ -149,6 +151,16 @@ static void parse_io_list(const char *arg)
 	char tmp[256], *parts[3] = {0};
 	int n = 0;
 	snprintf(tmp, sizeof(tmp), "%s", arg);
+	if (strchr(tmp, ',')) { /* SIZE,SIZE,...: exactly these */
+		o.nios = 0;
+		for (char *save, *p = strtok_r(tmp, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+			uint64_t v;
+			if (parse_size(p, &v) || v == 0 || o.nios >= MAX_LIST)
+				die_usage("bad IO size '%s'", p);
+			o.ios[o.nios++] = v;
+		}
+		return;
+	}
 	for (char *save, *p = strtok_r(tmp, ":", &save); p && n < 3; p = strtok_r(NULL, ":", &save))
 		parts[n++] = p;
 	uint64_t v[3] = {0};
@@ -466,8 +478,9 @@ struct worker {
 	CUfileHandle_t fh;
 	int own_fh;
 	uint64_t start, len, nops; /* region of the file and ops in one pass */
-	struct buffer buf;
+	struct buffer buf; /* with -A: a copy of the run's shared buffer */
 	int registered;
+	CUfileIOVec_t *iov; /* -v: the vector of one op */
 	void *stage; /* -x 2: pinned bounce buffer */
 	void *vhost; /* -V: host scratch */
 	size_t vhost_len;
@@ -498,6 +511,8 @@ struct run {
 	int fd, vfd;
 	CUfileHandle_t fh;
 	int fh_ok;
+	struct buffer shared; /* -A: allocated and registered once, for all threads */
+	int shared_registered;
 };
 
 struct result {
@@ -653,26 +668,69 @@ static int verify_write(struct worker *w, uint64_t off, size_t len)
 	return 0;
 }
 
-/* One synchronous op of the selected transfer type. */
-static int do_io(struct worker *w, uint64_t off, size_t n)
+/* -v: piece j of an op of io bytes.  Pieces follow each other in the file
+ * (foff) and are laid out in the buffer in reverse order (moff), so that no
+ * two neighbouring pieces are adjacent in memory and the library cannot
+ * merge them into one: the vector really scatters (gathers).  The last piece
+ * takes the remainder. */
+static void vec_piece(size_t io, unsigned j, size_t *foff, size_t *moff, size_t *len)
+{
+	size_t base = io / o.vec;
+	*foff = base * j;
+	*len = j == o.vec - 1 ? io - base * (o.vec - 1) : base;
+	*moff = io - *foff - *len;
+}
+
+/* fill_buffer or verify_read (fn) for one op's n bytes at buffer byte
+ * `at`, following the piece layout of -v. */
+static int per_op(int (*fn)(struct worker *, size_t, uint64_t, size_t), struct worker *w, size_t at,
+		  uint64_t off, size_t n)
+{
+	if (!o.vec)
+		return fn(w, at, off, n);
+	for (unsigned j = 0; j < o.vec; j++) {
+		size_t fo, mo, len;
+		vec_piece(n, j, &fo, &mo, &len);
+		if (fn(w, at + mo, off + fo, len))
+			return -1;
+	}
+	return 0;
+}
+
+/* One synchronous op of the selected transfer type, n bytes between file
+ * offset `off` and the worker's buffer at byte `at`. */
+static int do_io(struct worker *w, size_t at, uint64_t off, size_t n)
 {
 	char eb[160];
 	int e;
 	CUresult r;
-	CUdeviceptr d = (CUdeviceptr)(uintptr_t)w->buf.ptr;
+	char *p = (char *)w->buf.ptr + at;
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)w->buf.ptr + at;
 	switch (o.xfer) {
 	case X_GPUD: {
-		ssize_t got = is_write() ? cuFileWrite(w->fh, w->buf.ptr, n, (off_t)off, 0)
-					 : cuFileRead(w->fh, w->buf.ptr, n, (off_t)off, 0);
+		ssize_t got;
+		if (o.vec) {
+			for (unsigned j = 0; j < o.vec; j++) {
+				size_t fo, mo, len;
+				vec_piece(n, j, &fo, &mo, &len);
+				w->iov[j].base = p + mo, w->iov[j].len = len;
+			}
+			got = is_write() ? cuFileWritev(w->fh, w->iov, o.vec, (off_t)off, 0)
+					 : cuFileReadv(w->fh, w->iov, o.vec, (off_t)off, 0);
+		} else {
+			got = is_write() ? cuFileWrite(w->fh, p, n, (off_t)off, 0)
+					 : cuFileRead(w->fh, p, n, (off_t)off, 0);
+		}
 		if (got == (ssize_t)n)
 			return 0;
-		fail(w, ST_IOERR, "%s of %zu at %llu returned %s", is_write() ? "cuFileWrite" : "cuFileRead",
+		fail(w, ST_IOERR, "%s of %zu at %llu returned %s",
+		     o.vec ? (is_write() ? "cuFileWritev" : "cuFileReadv")
+			   : (is_write() ? "cuFileWrite" : "cuFileRead"),
 		     n, (unsigned long long)off, io_ret_str(got, errno, eb, sizeof(eb)));
 		return -1;
 	}
 	case X_CPU:
-		e = is_write() ? full_pwrite(w->fd, w->buf.ptr, n, off)
-			       : full_pread(w->fd, w->buf.ptr, n, off);
+		e = is_write() ? full_pwrite(w->fd, p, n, off) : full_pread(w->fd, p, n, off);
 		if (!e)
 			return 0;
 		fail(w, ST_IOERR, "%s of %zu at %llu: %s%s", is_write() ? "pwrite" : "pread", n,
@@ -720,16 +778,19 @@ static void loop_sync(struct worker *w)
 	double t = 0;
 	for (uint64_t k = 0; keep_going(w, k, t); k++) {
 		uint64_t off = op_offset(w, k);
-		if (o.verify && (is_write() ? fill_buffer(w, 0, off, io) : poison_buffer(w, 0, io)))
+		/* -A: the shared buffer mirrors the data set, op at file offset
+		 * off goes to buffer byte off - -o. */
+		size_t at = o.shared ? (size_t)(off - o.offset) : 0;
+		if (o.verify && (is_write() ? per_op(fill_buffer, w, at, off, io) : poison_buffer(w, at, io)))
 			return;
 		uint64_t t0 = now_ns();
-		if (do_io(w, off, io))
+		if (do_io(w, at, off, io))
 			return;
 		uint64_t t1 = now_ns();
 		hist_add(w->hist, t1 - t0);
 		w->bytes += io, w->ops++;
 		atomic_fetch_add_explicit(&w->progress, io, memory_order_relaxed);
-		if (o.verify && (is_write() ? verify_write(w, off, io) : verify_read(w, 0, off, io)))
+		if (o.verify && (is_write() ? verify_write(w, off, io) : per_op(verify_read, w, at, off, io)))
 			return;
 		t = (double)t1 * 1e-9;
 	}
@@ -936,11 +997,17 @@ static void worker_setup(struct worker *w)
 		w->fd = run->fd, w->vfd = run->vfd, w->fh = run->fh;
 	}
 	char why[512];
-	if (buffer_alloc(&w->buf, effective_mem(), buflen, o.gpu, why, sizeof(why))) {
+	if (o.shared) {
+		w->buf = run->shared; /* registered (or not) once by run_one */
+	} else if (buffer_alloc(&w->buf, effective_mem(), buflen, o.gpu, why, sizeof(why))) {
 		fail(w, ST_SETUP, "%s", why);
 		return;
 	}
-	if (uses_cufile(o.xfer) && !o.skip_reg) {
+	if (o.vec && !(w->iov = calloc(o.vec, sizeof(*w->iov)))) {
+		fail(w, ST_SETUP, "out of memory");
+		return;
+	}
+	if (uses_cufile(o.xfer) && !o.skip_reg && !o.shared) {
 		CUfileError_t e = cuFileBufRegister(w->buf.ptr, buflen, 0);
 		if (e.err) {
 			fail(w, ST_SETUP, "cuFileBufRegister(%s, %zu): %s (use -b to run unregistered)",
@@ -1001,9 +1068,14 @@ static void worker_setup(struct worker *w)
 		}
 		w->batch_ok = 1;
 	}
-	/* Writes without -V send the pattern of the first op's offsets. */
-	if (is_write() && !o.verify)
-		fill_buffer(w, 0, w->start, buflen);
+	/* Writes without -V send the pattern of the first op's offsets (with
+	 * -A: of the worker's whole region). */
+	if (is_write() && !o.verify) {
+		if (o.shared)
+			fill_buffer(w, (size_t)(w->start - o.offset), w->start, (size_t)w->len);
+		else
+			fill_buffer(w, 0, w->start, buflen);
+	}
 }
 
 static void worker_teardown(struct worker *w)
@@ -1018,7 +1090,9 @@ static void worker_teardown(struct worker *w)
 		cu.StreamDestroy(w->stream);
 	if (w->registered)
 		cuFileBufDeregister(w->buf.ptr);
-	buffer_free(&w->buf);
+	if (!o.shared)
+		buffer_free(&w->buf);
+	free(w->iov);
 	scratch_free(w->vhost, w->vhost_pinned);
 	scratch_free(w->stage, w->stage_pinned);
 	if (w->own_fh)
@@ -1136,6 +1210,29 @@ static void run_one(size_t io, int nthreads, struct result *res)
 		}
 	}
 
+	if (o.shared) {
+		/* The fastsafetensors shape: one buffer of the data set's size,
+		 * registered once, each thread reading its own part of it. */
+		char why[512];
+		if (buffer_alloc(&run.shared, effective_mem(), (size_t)o.size, o.gpu, why, sizeof(why))) {
+			res->status = ST_SETUP;
+			snprintf(res->msg, sizeof(res->msg), "shared buffer (-A): %.400s", why);
+			goto close_fh;
+		}
+		if (uses_cufile(o.xfer) && !o.skip_reg) {
+			CUfileError_t e = cuFileBufRegister(run.shared.ptr, (size_t)o.size, 0);
+			if (e.err) {
+				res->status = ST_SETUP;
+				snprintf(res->msg, sizeof(res->msg),
+					 "cuFileBufRegister(%s, %llu) of the shared buffer: %s (use -b to run "
+					 "unregistered)",
+					 mem_name[run.shared.kind], (unsigned long long)o.size,
+					 cufile_err(e, eb, sizeof(eb)));
+				goto close_fh;
+			}
+			run.shared_registered = 1;
+		}
+	}
 	run.w = calloc((size_t)nthreads, sizeof(*run.w));
 	char(*paths)[4096] = o.dir ? calloc((size_t)nthreads, sizeof(*paths)) : NULL;
 	if (!run.w || (o.dir && !paths)) {
@@ -1223,6 +1320,9 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	free(paths);
 	free(run.w);
 close_fh:
+	if (run.shared_registered)
+		cuFileBufDeregister(run.shared.ptr);
+	buffer_free(&run.shared);
 	if (run.fh_ok)
 		cuFileHandleDeregister(run.fh);
 close_fds:
@@ -1552,6 +1652,11 @@ static void print_banner(void)
 	       (unsigned long long)o.size, o.dir ? " per thread" : "", (unsigned long long)o.offset,
 	       o.verify ? ", verify every byte (-V; timings include verification)" : "",
 	       o.duration > 0 ? ", timed (-T)" : "");
+	if (o.shared)
+		printf("# ONE buffer of %llu bytes shared by all threads (-A)\n", (unsigned long long)o.size);
+	if (o.vec)
+		printf("# each op is one %s of %u pieces in reverse buffer order (-v)\n",
+		       is_write() ? "cuFileWritev" : "cuFileReadv", o.vec);
 	fflush(stdout);
 }
 
@@ -1573,7 +1678,8 @@ static void usage(FILE *f)
 		   "  -w N[,N]  threads (a list runs each; default 1)\n"
 		   "  -s SIZE   data set size (K/M/G/T suffixes, binary); default: the file's size\n"
 		   "  -o OFF    start offset in the file (default 0)\n"
-		   "  -i SIZE   IO size (default 1M); MIN:MAX runs powers of two, MIN:MAX:STEP steps\n"
+		   "  -i SIZE   IO size (default 1M); MIN:MAX runs powers of two, MIN:MAX:STEP steps,\n"
+		   "            A,B,C exactly those sizes\n"
 		   "  -x TYPE   transfer: 0 GPU_DIRECT cuFileRead/Write (default), 1 CPU_ONLY pread/\n"
 		   "            pwrite into host memory, 2 CPU_GPU pread into pinned memory then\n"
 		   "            cuMemcpyHtoD (no cuFile), 3 cuFileReadAsync/WriteAsync, -B ops per\n"
@@ -1590,7 +1696,14 @@ static void usage(FILE *f)
 		   "  -b        do not register buffers with cuFileBufRegister (default: register)\n"
 		   "  -V        verify every byte: reads are checked against the file pattern,\n"
 		   "            writes write the pattern and are read back and checked\n"
-		   "  -S        sweep: -i MIN:MAX (powers of two) x -w list; use with -C/-G\n"
+		   "  -A        all threads share ONE buffer of the data set's size (-s), registered\n"
+		   "            once (unless -b); an op at file offset F uses buffer byte F - -o\n"
+		   "            (the fastsafetensors shape); needs -f and -x 0, 1 or 2\n"
+		   "  -v N      issue each op as cuFileReadv/cuFileWritev of N pieces: one\n"
+		   "            contiguous file range, the pieces laid out in the buffer in\n"
+		   "            reverse order (never adjacent in memory); needs -x 0\n"
+		   "  -S        sweep: every -i size x every -w thread count (what any list\n"
+		   "            does); use with -C/-G, and -T for a fixed time per cell\n"
 		   "  -C FILE   write results as CSV\n"
 		   "  -G FILE   write an SVG chart (GB/s vs IO size, one line per thread count)\n"
 		   "  -Z        only create/extend the test file(s) with the pattern, then exit\n"
@@ -1613,7 +1726,7 @@ int main(int argc, char **argv)
 	int opt;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:t:I:T:k:UONbVSC:G:ZL:h")) != -1) {
+	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:t:I:T:k:UONbVSC:G:ZL:Av:h")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -1699,6 +1812,17 @@ int main(int argc, char **argv)
 			if (o.driver_open_runs < 1)
 				die_usage("-L needs a count >= 1");
 			break;
+		case 'A':
+			o.shared = 1;
+			break;
+		case 'v': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 1024)
+				die_usage("-v must be 1..1024");
+			o.vec = (unsigned)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -1728,10 +1852,15 @@ int main(int argc, char **argv)
 
 	if (!o.file == !o.dir)
 		die_usage("give exactly one of -f FILE or -D DIR");
-	if (o.sweep && o.nios == 1)
-		die_usage("-S needs an IO size range (-i MIN:MAX)");
 	if (o.xfer == X_CPU_GPU && o.mem != M_DEVICE && o.mem != M_VMM)
 		die_usage("-x 2 (CPU_GPU) needs device memory (-m 0 or 1)");
+	if (o.shared && (o.dir || group_mode()))
+		die_usage("-A (one shared buffer) needs -f and a synchronous transfer (-x 0, 1 or 2)");
+	if (o.vec && o.xfer != X_GPUD)
+		die_usage("-v (cuFileReadv/Writev) needs -x 0");
+	for (int i = 0; o.vec && i < o.nios; i++)
+		if (o.ios[i] < o.vec)
+			die_usage("-v %u: IO size %zu has fewer bytes than pieces", o.vec, o.ios[i]);
 	if (o.unaligned && o.odirect && !uses_cufile(o.xfer))
 		fprintf(stderr,
 			"gdsio: warning: -U with O_DIRECT and pread/pwrite will fail with EINVAL (use -N)\n");
