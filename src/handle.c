@@ -319,9 +319,9 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
 		  h->cache_reads ? "O_DIRECT, cached pages by copy"
-		  : h->odirect	 ? "O_DIRECT"
-		  : h->fd_direct >= 0 ? "buffered with O_DIRECT twin" : "buffered", h->fs_type,
-		  h->align);
+		  : h->odirect ? "O_DIRECT"
+		  : h->fd_direct >= 0 ? "buffered with O_DIRECT twin" : "buffered",
+		  h->fs_type, h->align);
 	return 0;
 
 fail:
