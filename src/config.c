@@ -232,6 +232,11 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_LOGGING_MAX_FILE_SIZE_MB] = {"logging.max_file_size_mb", OCF_CFG_SIZE, "32", 0, UINT64_MAX,
 					    F(log_max_file_size_mb), NULL, "CUFILE_LOGFILE_MAX_SIZE_MB",
 					    "accepted and reported (-1: unlimited); the log file is not capped here"},
+	[OCF_K_DIRECT_READS_FROM_CACHE] = {"properties.direct_reads_from_cache", OCF_CFG_BOOL, "true", 0, 0,
+					   F(direct_reads_from_cache), NULL, "OPENCUFILE_DIRECT_READS_FROM_CACHE",
+					   "reads through an O_DIRECT handle on a local file system (ext4, xfs, "
+					   "btrfs, f2fs, bcachefs, tmpfs) copy the pages the page cache holds and "
+					   "read the rest with O_DIRECT (false: every read goes direct)"},
 };
 
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k)

@@ -108,6 +108,8 @@ enum ocf_cfg_key {
 	OCF_K_MISC_ENABLE_STATIC_ROUTING,
 	OCF_K_MISC_STATIC_ROUTING_FILEPATH,
 	OCF_K_LOGGING_MAX_FILE_SIZE_MB,
+	/* opencufile's own keys */
+	OCF_K_DIRECT_READS_FROM_CACHE,
 	OCF_K_COUNT
 };
 
@@ -195,6 +197,8 @@ struct ocf_config {
 	bool enable_static_routing;
 	char static_routing_filepath[4096];
 	size_t log_max_file_size_mb; /* SIZE_MAX: unlimited (-1 in the file) */
+	/* opencufile's own keys */
+	bool direct_reads_from_cache; /* O_DIRECT handles read cached pages by copy */
 
 	/* Not in cufile.json: the staging engine's chunk.  4 MiB: large enough
 	 * that the per-chunk syscall and copy-launch costs are amortised,

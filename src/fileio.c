@@ -129,12 +129,52 @@ int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off)
 	return !h->odirect || (uintptr_t)p % h->align == (uintptr_t)off % h->align;
 }
 
+/* Size of the file or block device, or -errno. */
+static off_t file_size(int fd)
+{
+	struct stat st;
+	if (fault_fstat(fd, &st) != 0)
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t bytes = 0;
+		if (ioctl(fd, BLKGETSIZE64, &bytes) != 0)
+			return -errno;
+		return (off_t)bytes;
+	}
+	return st.st_size;
+}
+
 /* --------------------------------------------------- page-cache probing */
+
+/* Does nothing of the file lie at or after `at`?  Asked through an
+ * O_DIRECT handle when the cached part of a read ends before the read
+ * does: a direct read from there would read the block that holds end of
+ * file from the disk only to find nothing after the cached bytes. */
+static bool past_eof(int fd, off_t at)
+{
+	off_t size = file_size(fd);
+	return size >= 0 && at >= size;
+}
 
 /* Reads below this size on a buffered descriptor are one pread: the probe
  * costs a system call or two, which matters for a 4 KiB read, and small
  * sequential reads are served well by buffered readahead. */
 #define PROBE_MIN ((size_t)64 * 1024)
+
+/* The descriptor whose cached pages reads copy (-1: none), and the
+ * smallest read that looks.  A buffered handle's own descriptor, with its
+ * O_DIRECT twin for the rest; an O_DIRECT handle's buffered twin, where
+ * handle.c allowed it (cache_reads), with the handle's descriptor for the
+ * rest.  Through an O_DIRECT handle every read looks: one cachestat costs
+ * far less than the disk read it can spare. */
+static int cache_fd(const struct ocf_handle *h)
+{
+	if (h->odirect)
+		return h->cache_reads ? h->fd_buffered : -1;
+	return h->fd_direct >= 0 ? h->fd : -1;
+}
+
+static size_t probe_min(const struct ocf_handle *h) { return h->odirect ? 1 : PROBE_MIN; }
 
 /* cachestat(2), Linux 6.5; the C library may not wrap it yet. */
 #ifndef SYS_cachestat
@@ -177,11 +217,13 @@ static long cached_pages(int fd, uint64_t first, uint64_t pages)
 }
 
 /* Length of the longest prefix of [off, off+n) the page cache holds (a
- * whole number of pages, at most n), or n when it cannot be told. */
-static size_t cached_prefix_len(int fd, off_t off, size_t n)
+ * whole number of pages, at most n), or `unknown` when it cannot be told:
+ * n for a buffered handle (RWF_NOWAIT, or pread, then decides), 0 for an
+ * O_DIRECT one (its read stays direct, as without this probing). */
+static size_t cached_prefix_len(int fd, off_t off, size_t n, size_t unknown)
 {
 	if (__atomic_load_n(&no_cachestat, __ATOMIC_RELAXED))
-		return n;
+		return unknown;
 	size_t ps = page_size();
 	uint64_t first = (uint64_t)off / ps, last = ((uint64_t)off + n - 1) / ps;
 	uint64_t pages = last - first + 1;
@@ -189,7 +231,7 @@ static size_t cached_prefix_len(int fd, off_t off, size_t n)
 	if (c < 0) {
 		if (c == -ENOSYS || c == -EOPNOTSUPP || c == -EPERM) /* EPERM: a seccomp filter */
 			__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
-		return n;
+		return unknown;
 	}
 	if ((uint64_t)c >= pages)
 		return n;
@@ -216,7 +258,7 @@ static size_t cached_prefix_len(int fd, off_t off, size_t n)
  * found.  Returns the bytes copied (short also at end of file) or -errno.
  * When the kernel can tell nothing (no cachestat, no RWF_NOWAIT) the whole
  * range is read with pread. */
-static ssize_t read_cached_prefix(int fd, char *dst, size_t n, off_t off, size_t want)
+static ssize_t read_cached_prefix(int fd, char *dst, off_t off, size_t want)
 {
 	if (want == 0)
 		return 0;
@@ -237,9 +279,9 @@ static ssize_t read_cached_prefix(int fd, char *dst, size_t n, off_t off, size_t
 			break;
 		}
 	}
-	/* No RWF_NOWAIT: pread what cachestat found cached, or everything
-	 * when nothing is known. */
-	return pread_full(fd, dst, __atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) ? n : want, off);
+	/* No RWF_NOWAIT: pread what cachestat found cached (everything on a
+	 * buffered handle when nothing is known: want is n then). */
+	return pread_full(fd, dst, want, off);
 }
 
 /* ------------------------------------------------------------ transfers */
@@ -301,21 +343,24 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 	}
 	int dfd = h->odirect ? h->fd : -1;
 	off_t from = off;
-	if (!h->odirect && h->fd_direct >= 0 && n >= PROBE_MIN) {
-		size_t want = cached_prefix_len(h->fd, off, n);
+	int cfd = cache_fd(h);
+	if (cfd >= 0 && n >= probe_min(h)) {
+		size_t want = cached_prefix_len(cfd, off, n, h->odirect ? 0 : n);
 		/* With every transfer on the ring (backend uring), a range the
 		 * page cache holds whole is one buffered ring transfer. */
-		if (want == n && uring_backend() == OCF_IO_URING)
+		if (want == n && uring_backend() == OCF_IO_URING) {
+			op->fd = cfd;
 			return 0;
-		ssize_t p = read_cached_prefix(h->fd, dst, n, off, want);
+		}
+		ssize_t p = read_cached_prefix(cfd, dst, off, want);
 		if (p < 0)
 			return (int)p;
 		op->prefix = (size_t)p;
-		if ((size_t)p == n) {
+		if ((size_t)p == n || (h->odirect && past_eof(cfd, off + p))) {
 			op->len = 0;
 			return 0;
 		}
-		dfd = h->fd_direct;
+		dfd = h->odirect ? h->fd : h->fd_direct;
 		from = off + p;
 	}
 	if (dfd < 0)
@@ -377,21 +422,6 @@ static ssize_t read_via_scratch(struct ocf_handle *h, char *dst, size_t n, off_t
 	return (ssize_t)done;
 }
 
-/* Size of the file or block device, or -errno. */
-static off_t file_size(int fd)
-{
-	struct stat st;
-	if (fault_fstat(fd, &st) != 0)
-		return -errno;
-	if (S_ISBLK(st.st_mode)) {
-		uint64_t bytes = 0;
-		if (ioctl(fd, BLKGETSIZE64, &bytes) != 0)
-			return -errno;
-		return (off_t)bytes;
-	}
-	return st.st_size;
-}
-
 /* Reads [off, off+n) into dst, which is aligned like the file: the whole
  * blocks go straight into dst through the O_DIRECT descriptor dfd, the
  * unaligned head and tail through the scratch (an O_DIRECT handle) or the
@@ -433,21 +463,28 @@ ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct oc
 {
 	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		return fs_io(h, dst, n, off, 0);
-	if (h->odirect)
-		return fio_direct_compatible(h, dst, off) ? read_in_place(h, h->fd, dst, n, off, scratch)
-							  : read_via_scratch(h, dst, n, off, scratch);
-	if (h->fd_direct < 0 || n < PROBE_MIN)
+	int cfd = cache_fd(h);
+	if (!h->odirect && (cfd < 0 || n < probe_min(h)))
 		return pread_full(h->fd, dst, n, off);
-	/* Buffered with an O_DIRECT twin: the cached prefix by copy, the rest
-	 * from the disk, in place where dst is aligned like the file. */
-	ssize_t p = read_cached_prefix(h->fd, dst, n, off, cached_prefix_len(h->fd, off, n));
-	if (p < 0 || (size_t)p == n)
-		return p;
+	/* The cached prefix by copy (a buffered handle, or an O_DIRECT one
+	 * allowed to), the rest from the disk: in place where dst is aligned
+	 * like the file; else through the scratch (O_DIRECT handle) or with
+	 * pread (buffered). */
+	ssize_t p = 0;
+	if (cfd >= 0 && n >= probe_min(h)) {
+		p = read_cached_prefix(cfd, dst, off, cached_prefix_len(cfd, off, n, h->odirect ? 0 : n));
+		if (p < 0 || (size_t)p == n || (h->odirect && past_eof(cfd, off + p)))
+			return p;
+	}
 	char *d = dst + p;
 	off_t at = off + p;
-	size_t A = h->align;
-	ssize_t r = (uintptr_t)d % A == (size_t)at % A ? read_in_place(h, h->fd_direct, d, n - (size_t)p, at, NULL)
-						       : pread_full(h->fd, d, n - (size_t)p, at);
+	size_t rest = n - (size_t)p;
+	bool in_place = (uintptr_t)d % h->align == (size_t)at % h->align;
+	ssize_t r;
+	if (h->odirect)
+		r = in_place ? read_in_place(h, h->fd, d, rest, at, scratch) : read_via_scratch(h, d, rest, at, scratch);
+	else
+		r = in_place ? read_in_place(h, h->fd_direct, d, rest, at, NULL) : pread_full(h->fd, d, rest, at);
 	if (r < 0)
 		return p ? p : r;
 	return p + r;

@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "fault.h"
 #include "gpu.h"
 #include "internal.h"
@@ -158,6 +159,41 @@ static int open_direct_twin(int fd, int flags)
 	return nfd < 0 ? -1 : nfd;
 }
 
+/* File systems whose page cache the kernel keeps coherent with O_DIRECT
+ * I/O of the same host: a direct write writes back and invalidates the
+ * cached pages it covers (before and after the write), and a direct read
+ * writes back dirty cached pages first.  Serving a direct read from cached
+ * pages there returns what the direct read would.  Network and parallel
+ * file systems (nfs, cifs, lustre, gpfs, beegfs, fuse...) are not listed:
+ * another node's writes do not invalidate this node's cache, and O_DIRECT
+ * there is how a program asks for the server's current bytes. */
+static bool fs_cache_coherent_with_direct(const char *type)
+{
+	static const char *const local[] = {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "bcachefs", "tmpfs"};
+	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+		if (strcmp(type, local[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Whether reads through the O_DIRECT handle h take cached pages, and why
+ * not in `why` when they do not. */
+static bool direct_reads_from_cache(const struct ocf_handle *h, const char **why)
+{
+	int acc = h->open_flags & O_ACCMODE;
+	if (!ocf_cfg.direct_reads_from_cache)
+		*why = "properties.direct_reads_from_cache is false";
+	else if (acc != O_RDONLY && acc != O_RDWR)
+		*why = "not open for reading";
+	else if (!fs_cache_coherent_with_direct(h->fs_type))
+		*why = "not a local file system known to keep its page cache coherent with O_DIRECT";
+	else if (h->fd_buffered < 0)
+		*why = "no buffered descriptor";
+	else
+		return true;
+	return false;
+}
+
 static int check_fd(struct ocf_handle *h, int fd)
 {
 	if (fd < 0)
@@ -271,6 +307,10 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	 * by I/O on this handle, which cannot start before *out is returned. */
 	if (h->odirect) {
 		h->fd_buffered = open_buffered_twin(h->fd, h->open_flags);
+		const char *why = NULL;
+		h->cache_reads = direct_reads_from_cache(h, &why);
+		if (!h->cache_reads)
+			log_debug("fd %d: O_DIRECT reads never take cached pages (fs %s): %s", h->fd, h->fs_type, why);
 	} else if (h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD) {
 		h->fd_direct = open_direct_twin(h->fd, h->open_flags);
 		if (h->fd_direct >= 0)
@@ -278,8 +318,10 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	}
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
-		  h->odirect ? "O_DIRECT" : h->fd_direct >= 0 ? "buffered with O_DIRECT twin" : "buffered", h->fs_type,
-		  h->align);
+		  h->cache_reads ? "O_DIRECT, cached pages by copy"
+		  : h->odirect ? "O_DIRECT"
+		  : h->fd_direct >= 0 ? "buffered with O_DIRECT twin" : "buffered",
+		  h->fs_type, h->align);
 	return 0;
 
 fail:

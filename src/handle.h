@@ -21,6 +21,10 @@ struct ocf_handle {
 	const CUfileFSOps_t *fs_ops;
 	int open_flags;         /* F_GETFL of fd at registration */
 	bool odirect;
+	/* O_DIRECT fd on a file system whose page cache is coherent with
+	 * direct I/O: reads copy what the page cache holds through
+	 * fd_buffered and read the rest with O_DIRECT (fileio.c). */
+	bool cache_reads;
 	unsigned align;         /* file offset/length alignment O_DIRECT needs
 				 * (of fd, or of fd_direct; 1: neither) */
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */

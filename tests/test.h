@@ -391,6 +391,30 @@ static inline int t_odirect_supported(const char *path)
 	return ok;
 }
 
+/* Pages of [lo, hi) of the file at path (flen bytes long) that the page
+ * cache holds (mincore of a shared mapping). */
+static inline size_t t_cached_pages(const char *path, size_t flen, off_t lo, off_t hi)
+{
+	int fd = open(path, O_RDONLY);
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	if (fd < 0)
+		T_FAIL("open(%s): %s", path, strerror(errno));
+	void *m = mmap(NULL, flen, PROT_READ, MAP_SHARED, fd, 0);
+	T_ASSERT(m != MAP_FAILED);
+	size_t pages = (flen + ps - 1) / ps;
+	unsigned char *vec = malloc(pages);
+	T_ASSERT(vec != NULL);
+	if (mincore(m, flen, vec) != 0)
+		T_FAIL("mincore: %s", strerror(errno));
+	size_t n = 0;
+	for (size_t p = (size_t)lo / ps; p < (size_t)(hi + (off_t)ps - 1) / ps && p < pages; p++)
+		n += vec[p] & 1;
+	free(vec);
+	munmap(m, flen);
+	close(fd);
+	return n;
+}
+
 /* open() that fails the test on error. */
 static inline int t_open(const char *path, int flags)
 {

@@ -1172,6 +1172,11 @@ int main(int argc, char **argv)
 			f = i;
 	if (f < 0)
 		T_FAIL("unknown family %s", argv[1]);
+	/* O_DIRECT handles read straight from the disk, as the table above
+	 * assumes: the files here are cached (just written), and reads that
+	 * copy cached pages (properties.direct_reads_from_cache) take the
+	 * page-cache path the buffered variants cover. */
+	setenv("OPENCUFILE_DIRECT_READS_FROM_CACHE", "0", 1);
 	if (!strcmp(argv[2], "uring"))
 		backend = B_URING;
 	else if (!strcmp(argv[2], "psync"))

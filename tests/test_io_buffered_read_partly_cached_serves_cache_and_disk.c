@@ -61,24 +61,7 @@ static CUfileHandle_t fh;
 static int failures;
 
 /* Pages of [lo, hi) of the file in the page cache. */
-static size_t cached_pages(off_t lo, off_t hi)
-{
-	int fd = t_open(path, O_RDONLY);
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, FLEN, PROT_READ, MAP_SHARED, fd, 0);
-	T_ASSERT(m != MAP_FAILED);
-	size_t pages = (FLEN + ps - 1) / ps;
-	unsigned char *vec = malloc(pages);
-	T_ASSERT(vec != NULL);
-	T_SYS(mincore(m, FLEN, vec));
-	size_t n = 0;
-	for (size_t p = (size_t)lo / ps; p < (size_t)(hi + (off_t)ps - 1) / ps && p < pages; p++)
-		n += vec[p] & 1;
-	free(vec);
-	munmap(m, FLEN);
-	close(fd);
-	return n;
-}
+static size_t cached_pages(off_t lo, off_t hi) { return t_cached_pages(path, FLEN, lo, hi); }
 
 static ssize_t expected(off_t foff, size_t size)
 {

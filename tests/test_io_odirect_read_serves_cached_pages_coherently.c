@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reads through an O_DIRECT handle on a local file system take the pages
+ * the page cache holds by copy and read the rest with O_DIRECT
+ * (properties.direct_reads_from_cache, default true):
+ *   - a warm file is read without reading the disk (/proc/self/io
+ *     read_bytes does not grow), into device memory, malloc'd memory and
+ *     page-aligned memory, at aligned and unaligned offsets, with the exact
+ *     bytes and nothing written outside them;
+ *   - a cold file is read from the disk and stays out of the page cache, as
+ *     before (nothing changes for cold data);
+ *   - a partly cached file gives its exact bytes across every border;
+ *   - bytes written with a buffered write (still dirty in the page cache)
+ *     are read back new;
+ *   - direct writes racing with reads (and with buffered reads that keep
+ *     re-caching the range): every 512-byte sector read holds the old or
+ *     the new bytes, never anything else, and once the writes are done
+ *     every read returns the new bytes;
+ *   - OPENCUFILE_DIRECT_READS_FROM_CACHE=0, or the key false in cufile.json,
+ *     sends every read to the disk again; the environment wins over the
+ *     file.
+ * Needs a local file system with O_DIRECT (the build directory; tmpfs
+ * skips) where POSIX_FADV_DONTNEED empties the page cache of the file.
+ */
+#include "test.h"
+
+#include <pthread.h>
+#include <sys/vfs.h>
+#include <time.h>
+
+#define FLEN (8 * T_MIB + 333)
+#define BUFLEN (FLEN + 2 * 4096)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *path;
+static int failures;
+
+/* Bytes this process has caused to be read from storage. */
+static unsigned long long read_bytes(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	char line[128];
+	unsigned long long v = 0;
+	if (!f)
+		T_SKIP("no /proc/self/io");
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, "read_bytes: %llu", &v);
+	fclose(f);
+	return v;
+}
+
+/* Pages of [lo, hi) of the file in the page cache. */
+static size_t cached_pages(off_t lo, off_t hi) { return t_cached_pages(path, FLEN, lo, hi); }
+
+static void evict_all(void)
+{
+	int fd = t_open(path, O_RDONLY);
+	T_SYS(fdatasync(fd));
+	T_SYS(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	close(fd);
+	if (cached_pages(0, FLEN) != 0)
+		T_SKIP("POSIX_FADV_DONTNEED left pages of the file cached");
+}
+
+/* Reads [off, off+len) with buffered pread, without readahead beyond it. */
+static void warm(off_t off, size_t len)
+{
+	int fd = t_open(path, O_RDONLY);
+	T_SYS(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM));
+	char *tmp = malloc(len);
+	T_ASSERT(tmp != NULL);
+	T_EQ_U(t_pread_full(fd, tmp, len, (uint64_t)off), len);
+	free(tmp);
+	close(fd);
+}
+
+static ssize_t expected(off_t foff, size_t size)
+{
+	if (foff >= (off_t)FLEN)
+		return 0;
+	return (ssize_t)((size_t)(FLEN - foff) < size ? (size_t)(FLEN - foff) : size);
+}
+
+struct rcase {
+	off_t foff;
+	size_t size;
+	off_t boff;
+};
+
+static void run_case(CUfileHandle_t fh, struct t_mem *m, const struct rcase *c, uint32_t seed)
+{
+	t_set_case("%s, file offset %lld, size %zu, buffer offset %lld", t_mem_kind_name(m->kind),
+		   (long long)c->foff, c->size, (long long)c->boff);
+	if (t_read_and_verify_window(fh, m, 0, c->size, c->foff, c->boff, expected(c->foff, c->size), seed, 4096)) {
+		fprintf(stderr, "FAIL: %s\n", t_case);
+		failures++;
+	}
+}
+
+static const enum t_mem_kind kinds[] = {T_MEM_DEVICE, T_MEM_HOST_MALLOC, T_MEM_HOST_MMAP};
+
+/* Whole-file and unaligned reads of a warm file: no disk reads. */
+static const struct rcase warm_cases[] = {
+	{0, FLEN + 4096, 0},          /* whole file, short at end of file */
+	{4096, 2 * T_MIB, 0},         /* aligned: in place into page-aligned memory */
+	{1 * T_MIB + 5, 3 * T_MIB + 7, 3},
+	{FLEN - 1000, 64 * T_KIB, 0}, /* crossing end of file */
+	{3 * 4096 + 1, 100, 0},       /* tiny */
+	{FLEN, 4096, 0},              /* at end of file */
+};
+
+/* The file partly cached: `parts` warmed after an eviction. */
+static const struct rcase parts[] = {{0, 1 * T_MIB, 0}, {3 * T_MIB, 1 * T_MIB, 0}, {6 * T_MIB, 512 * T_KIB, 0}};
+static const struct rcase partial_cases[] = {
+	{0, FLEN, 0},                   /* cached, cold, cached, cold, cached, cold */
+	{1 * T_MIB - 100, 3 * T_MIB, 1},/* end of a cached part into the next */
+	{2 * T_MIB + 7, 2 * T_MIB, 4096},
+	{3 * T_MIB, 64 * T_KIB, 0},     /* cached only */
+	{6 * T_MIB - 3, 700 * T_KIB, 5},
+	{FLEN - 200 * T_KIB - 7, 300 * T_KIB, 5},
+};
+
+static void read_all(CUfileHandle_t fh, const struct rcase *cs, size_t n, uint32_t seed)
+{
+	for (size_t k = 0; k < N(kinds); k++) {
+		struct t_mem m;
+		t_mem_alloc(&m, kinds[k], BUFLEN);
+		for (size_t i = 0; i < n; i++)
+			run_case(fh, &m, &cs[i], seed);
+		t_mem_free(&m);
+	}
+}
+
+/* Disk bytes read by one whole-file read through a new O_DIRECT handle of
+ * the warm file, in the session the current configuration opens. */
+static unsigned long long warm_read_disk_bytes(const char *what)
+{
+	warm(0, FLEN);
+	T_EQ_U(cached_pages(0, FLEN), (FLEN + 4095) / 4096);
+	int fd = t_open(path, O_RDONLY | O_DIRECT);
+	CUfileHandle_t fh = t_register_fd(fd);
+	struct t_mem m;
+	t_mem_alloc(&m, T_MEM_DEVICE, BUFLEN);
+	t_set_case("%s", what);
+	unsigned long long before = read_bytes();
+	T_EQ(t_read_and_verify_window(fh, &m, 0, FLEN, 0, 0, FLEN, 0, 4096), 0);
+	unsigned long long d = read_bytes() - before;
+	t_mem_free(&m);
+	cuFileHandleDeregister(fh);
+	close(fd);
+	T_CUFILE_OK(cuFileDriverClose());
+	fprintf(stderr, "%s: %llu bytes read from the disk for %zu\n", what, d, (size_t)FLEN);
+	return d;
+}
+
+/* ------------------------------------------------- racing direct writes */
+
+#define RLO ((off_t)2 * T_MIB)
+#define RLEN (1 * T_MIB)
+#define SEED_NEW 7
+#define RACE_MS 1500
+
+static CUfileHandle_t race_fh;
+static volatile int race_stop;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Alternates the region between the old (0) and new pattern with aligned
+ * writes through the O_DIRECT handle (direct), 64 KiB at a time; ends on
+ * the new pattern. */
+static void *race_writer(void *arg)
+{
+	(void)arg;
+	char *old = NULL, *new = NULL;
+	T_ASSERT(posix_memalign((void **)&old, 4096, RLEN) == 0 && posix_memalign((void **)&new, 4096, RLEN) == 0);
+	t_fill_pattern(old, RLEN, (uint64_t)RLO, 0);
+	t_fill_pattern(new, RLEN, (uint64_t)RLO, SEED_NEW);
+	double end = now_ms() + RACE_MS;
+	for (unsigned g = 0;; g++) {
+		bool last = now_ms() >= end && g % 2 == 0;
+		const char *src = g % 2 == 0 ? new : old;
+		for (size_t at = 0; at < RLEN; at += 64 * T_KIB)
+			T_IO(cuFileWrite(race_fh, src + at, 64 * T_KIB, RLO + (off_t)at, 0), (ssize_t)(64 * T_KIB));
+		if (last)
+			break;
+	}
+	race_stop = 1;
+	free(old);
+	free(new);
+	return NULL;
+}
+
+/* Buffered reads of the region, so that the reads find pages cached. */
+static void *race_warmer(void *arg)
+{
+	(void)arg;
+	int fd = t_open(path, O_RDONLY);
+	char *tmp = malloc(RLEN);
+	T_ASSERT(tmp != NULL);
+	while (!race_stop)
+		T_EQ_U(t_pread_full(fd, tmp, RLEN, (uint64_t)RLO), RLEN);
+	free(tmp);
+	close(fd);
+	return NULL;
+}
+
+/* Every 512-byte sector of buf (file offset off) holds the old or the new
+ * pattern; returns the number of sectors that hold the new one. */
+static size_t check_old_or_new(const uint8_t *buf, size_t len, off_t off, const char *what)
+{
+	uint8_t a[512], b[512];
+	size_t news = 0;
+	/* Sectors of the file: the first and last may be cut by the range. */
+	for (size_t at = 0, k; at < len; at += k) {
+		k = 512 - (size_t)(off + (off_t)at) % 512;
+		if (k > len - at)
+			k = len - at;
+		t_fill_pattern(a, k, (uint64_t)off + at, 0);
+		t_fill_pattern(b, k, (uint64_t)off + at, SEED_NEW);
+		if (memcmp(buf + at, b, k) == 0)
+			news++;
+		else if (memcmp(buf + at, a, k) != 0)
+			T_FAIL("%s: the sector at file offset %lld holds neither the old nor the new bytes", what,
+			       (long long)(off + (off_t)at));
+	}
+	return news;
+}
+
+static void race(void)
+{
+	int fd = t_open(path, O_RDWR | O_DIRECT);
+	race_fh = t_register_fd(fd);
+	warm(RLO, RLEN);
+	pthread_t w, c;
+	race_stop = 0;
+	T_ASSERT(pthread_create(&w, NULL, race_writer, NULL) == 0);
+	T_ASSERT(pthread_create(&c, NULL, race_warmer, NULL) == 0);
+	struct t_mem dev, host;
+	t_mem_alloc(&dev, T_MEM_DEVICE, RLEN + 4096);
+	t_mem_alloc(&host, T_MEM_HOST_MALLOC, RLEN + 4096);
+	uint8_t *back = malloc(RLEN);
+	T_ASSERT(back != NULL);
+	unsigned reads = 0;
+	size_t news = 0, sectors = 0;
+	while (!race_stop) {
+		/* Unaligned in the file and in memory, alternating memory kinds. */
+		struct t_mem *m = reads % 2 ? &host : &dev;
+		off_t o = RLO + 1000, b = reads % 3;
+		size_t len = RLEN - 3000;
+		t_set_case("read %u racing direct writes, %s", reads, t_mem_kind_name(m->kind));
+		T_IO(cuFileRead(race_fh, m->ptr, len, o, b), (ssize_t)len);
+		t_mem_get(m, (size_t)b, back, len);
+		news += check_old_or_new(back, len, o, "read racing direct writes");
+		sectors += (len + 511) / 512;
+		reads++;
+	}
+	pthread_join(w, NULL);
+	pthread_join(c, NULL);
+	fprintf(stderr, "race: %u reads, %zu of %zu sectors new\n", reads, news, sectors);
+	/* Done: every read returns the new bytes, cold or re-cached. */
+	for (int i = 0; i < 2; i++) {
+		t_set_case("after the racing writes%s", i ? ", region re-cached" : "");
+		if (i)
+			warm(RLO, RLEN);
+		T_EQ(t_read_and_verify_window(race_fh, &dev, 0, RLEN, RLO, 0, RLEN, SEED_NEW, 4096), 0);
+		T_EQ(t_read_and_verify_window(race_fh, &host, 0, RLEN - 5, RLO + 5, 3, RLEN - 5, SEED_NEW, 4096),
+		     0);
+	}
+	/* Put the old bytes back for the other checks. */
+	int bfd = t_open(path, O_RDWR);
+	t_pwrite_pattern(bfd, (uint64_t)RLO, RLEN, 0);
+	T_SYS(fdatasync(bfd));
+	close(bfd);
+	free(back);
+	t_mem_free(&dev);
+	t_mem_free(&host);
+	cuFileHandleDeregister(race_fh);
+	close(fd);
+}
+
+/* ----------------------------------------------------------------- main */
+
+int main(void)
+{
+	t_cuda_require();
+	path = t_make_pattern_file(FLEN, 0);
+	if (!t_odirect_supported(path))
+		T_SKIP("the file system of %s refuses O_DIRECT", t_dir());
+	struct statfs sfs;
+	T_SYS(statfs(path, &sfs));
+	if (sfs.f_type != 0xEF53 && sfs.f_type != 0x58465342 && sfs.f_type != 0x9123683E)
+		T_SKIP("%s is not ext4, xfs or btrfs (f_type %#lx)", t_dir(), (unsigned long)sfs.f_type);
+	unsetenv("OPENCUFILE_DIRECT_READS_FROM_CACHE");
+	unsetenv("CUFILE_ENV_PATH_JSON");
+	evict_all();
+	if (read_bytes() == 0) {
+		/* Some kernels and containers do not count storage reads. */
+		warm(0, 64 * T_KIB);
+		if (read_bytes() == 0)
+			T_SKIP("/proc/self/io read_bytes does not count this file system's reads");
+	}
+
+	/* Warm: no disk reads at all. */
+	warm(0, FLEN);
+	int fd = t_open(path, O_RDONLY | O_DIRECT);
+	CUfileHandle_t fh = t_register_fd(fd);
+	unsigned long long before = read_bytes();
+	read_all(fh, warm_cases, N(warm_cases), 0);
+	t_set_case("warm file");
+	T_EQ_U(read_bytes() - before, 0);
+
+	/* Cold: from the disk, and still not cached afterwards. */
+	evict_all();
+	before = read_bytes();
+	struct t_mem m;
+	t_mem_alloc(&m, T_MEM_DEVICE, BUFLEN);
+	t_set_case("cold file");
+	T_EQ(t_read_and_verify_window(fh, &m, 0, FLEN, 0, 0, FLEN, 0, 4096), 0);
+	T_ASSERT(read_bytes() - before >= FLEN / 4096 * 4096);
+	T_EQ_U(cached_pages(0, FLEN), 0);
+
+	/* Partly cached. */
+	for (size_t i = 0; i < N(parts); i++)
+		warm(parts[i].foff, parts[i].size);
+	T_EQ_U(cached_pages(1 * T_MIB, 3 * T_MIB), 0);
+	read_all(fh, partial_cases, N(partial_cases), 0);
+	/* A read starting in a cached part takes that part from the cache. */
+	before = read_bytes();
+	t_set_case("partly cached, from a cached part");
+	T_EQ(t_read_and_verify_window(fh, &m, 0, 2 * T_MIB, 3 * T_MIB, 0, 2 * T_MIB, 0, 4096), 0);
+	T_ASSERT(read_bytes() - before <= 1 * T_MIB);
+
+	/* A buffered write still dirty in the page cache is read back new,
+	 * inside a cached part and inside an uncached one. */
+	int bfd = t_open(path, O_RDWR);
+	const off_t woff[] = {3 * T_MIB + 100, 5 * T_MIB + 100};
+	for (size_t i = 0; i < N(woff); i++) {
+		t_pwrite_pattern(bfd, (uint64_t)woff[i], 5000, SEED_NEW);
+		t_set_case("buffered write at %lld, then a read", (long long)woff[i]);
+		uint8_t *back = malloc(64 * T_KIB);
+		T_ASSERT(back != NULL);
+		off_t ro = woff[i] - 100;
+		T_IO(cuFileRead(fh, m.ptr, 64 * T_KIB, ro, 0), (ssize_t)(64 * T_KIB));
+		t_mem_get(&m, 0, back, 64 * T_KIB);
+		if (t_check_pattern(back, 100, (uint64_t)ro, 0, "before the written bytes") ||
+		    t_check_pattern(back + 100, 5000, (uint64_t)woff[i], SEED_NEW, "the written bytes") ||
+		    t_check_pattern(back + 5100, 64 * T_KIB - 5100, (uint64_t)woff[i] + 5000, 0,
+				    "after the written bytes"))
+			failures++;
+		free(back);
+		t_pwrite_pattern(bfd, (uint64_t)woff[i], 5000, 0);
+	}
+	T_SYS(fdatasync(bfd));
+	close(bfd);
+	t_mem_free(&m);
+	cuFileHandleDeregister(fh);
+	close(fd);
+
+	race();
+	T_CUFILE_OK(cuFileDriverClose());
+
+	/* Turned off, by the environment or the file; the environment wins. */
+	char json[600];
+	snprintf(json, sizeof(json), "%s/ocf_direct_reads_%d.json", t_dir(), (int)getpid());
+	FILE *f = fopen(json, "w");
+	T_ASSERT(f != NULL);
+	fputs("{ \"properties\": { \"direct_reads_from_cache\": false } }\n", f);
+	fclose(f);
+	setenv("OPENCUFILE_DIRECT_READS_FROM_CACHE", "0", 1);
+	T_ASSERT(warm_read_disk_bytes("environment 0") >= FLEN / 4096 * 4096);
+	unsetenv("OPENCUFILE_DIRECT_READS_FROM_CACHE");
+	setenv("CUFILE_ENV_PATH_JSON", json, 1);
+	T_ASSERT(warm_read_disk_bytes("file false") >= FLEN / 4096 * 4096);
+	setenv("OPENCUFILE_DIRECT_READS_FROM_CACHE", "1", 1);
+	T_EQ_U(warm_read_disk_bytes("file false, environment 1"), 0);
+	unlink(json);
+
+	if (failures)
+		T_FAIL("%d case(s) failed", failures);
+	printf("O_DIRECT reads of cached pages: ok\n");
+	return T_EXIT_PASS;
+}
