@@ -14,7 +14,9 @@
  *    that does not finish within 20 s fails the test.  The child's writes
  *    must not reach the file.
  * 3. The parent keeps working throughout and after: the threads' data stays
- *    right, and the driver closes cleanly at the end.
+ *    right, every reader and the batcher completes more work after the last
+ *    fork (a role that has not within 60 s, a limit only a hang reaches,
+ *    fails the test by name), and the driver closes cleanly at the end.
  */
 #include "test.h"
 
@@ -25,11 +27,14 @@
 #define FLEN (4 * T_MIB)
 #define CHUNK (256 * T_KIB)
 #define NFORKS 24
+#define PROGRESS_LIMIT_S 60 /* only a hang takes this long */
 
 static CUfileHandle_t fh;
 static struct t_mem mem; /* NTHREADS slices of CHUNK */
 static atomic_bool stop;
-static atomic_long reads_done;
+/* Work each thread has completed and verified: readers 0..NTHREADS-1
+ * count reads, the batcher (NTHREADS) counts batches. */
+static atomic_long progress[NTHREADS + 1];
 static int fd;
 
 static void *reader(void *arg)
@@ -50,7 +55,7 @@ static void *reader(void *arg)
 		t_mem_get(&mem, (size_t)id * CHUNK, back, size);
 		if (t_check_pattern(back, size, (uint64_t)foff, 0, "parent read"))
 			T_FAIL("parent thread %ld: bad data at file offset %lld", id, (long long)foff);
-		atomic_fetch_add(&reads_done, 1);
+		atomic_fetch_add(&progress[id], 1);
 		it++;
 	}
 	free(back);
@@ -91,6 +96,7 @@ static void *batcher(void *arg)
 		for (int i = 0; i < 4; i++)
 			if (t_check_pattern(host + i * 8192, 8192, (uint64_t)i * 12345, 0, "batch read"))
 				T_FAIL("parent batch: bad data");
+		atomic_fetch_add(&progress[NTHREADS], 1);
 	}
 	cuFileBatchIODestroy(b);
 	free(host);
@@ -206,6 +212,41 @@ static void clean_child(const char *path)
 	free(buf);
 }
 
+/* The parent still works after the forks: every thread completes at least
+ * one more verified read or batch.  Waits for that, not for a time; the
+ * limit only turns a hang (a lock left held across fork()) into a failure
+ * that names the threads that stopped. */
+static void parent_threads_progress(void)
+{
+	long before[NTHREADS + 1];
+	for (int i = 0; i <= NTHREADS; i++)
+		before[i] = atomic_load(&progress[i]);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int stuck = 0;
+		for (int i = 0; i <= NTHREADS; i++)
+			stuck += atomic_load(&progress[i]) == before[i];
+		if (!stuck)
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= PROGRESS_LIMIT_S)
+			break;
+		usleep(1000);
+	}
+	for (int i = 0; i <= NTHREADS; i++) {
+		if (atomic_load(&progress[i]) != before[i])
+			continue;
+		if (i < NTHREADS)
+			fprintf(stderr, "reader %d: no read completed after the last fork (%ld before it)\n", i,
+				before[i]);
+		else
+			fprintf(stderr, "batcher: no batch completed after the last fork (%ld before it)\n",
+				before[i]);
+	}
+	T_FAIL("parent threads stopped making progress after the forks (%d s)", PROGRESS_LIMIT_S);
+}
+
 int main(void)
 {
 	const char *path = t_make_pattern_file(FLEN, 0);
@@ -249,13 +290,15 @@ int main(void)
 		snprintf(what, sizeof(what), "child %d forked with I/O running", k);
 		T_CHILD_OK(t_wait_child(pid, 30000, what), what);
 	}
-	long before = atomic_load(&reads_done);
-	usleep(100000);
-	T_GT(atomic_load(&reads_done), before); /* the parent still works */
+	parent_threads_progress();
 	atomic_store(&stop, true);
 	for (int i = 0; i <= NTHREADS; i++)
 		T_EQ(pthread_join(th[i], NULL), 0);
-	fprintf(stderr, "%d children; parent did %ld reads meanwhile\n", NFORKS, atomic_load(&reads_done));
+	long reads = 0;
+	for (int i = 0; i < NTHREADS; i++)
+		reads += atomic_load(&progress[i]);
+	fprintf(stderr, "%d children; parent did %ld reads and %ld batches meanwhile\n", NFORKS, reads,
+		atomic_load(&progress[NTHREADS]));
 
 	/* The children's writes did not reach the file. */
 	uint8_t *all = malloc(FLEN);
