@@ -568,7 +568,7 @@ if ! skipped differential; then
 		echo "Built against include/cufile.h, linked with $LINKLIB (-l:libcufile.so.0)."
 		echo
 	} >>"$DIFF_MD"
-	gcc -std=gnu11 -O1 -g -Wall -I "$ROOT/include" -I "$CUDA_INC" tests/gpu/differential.c \
+	gcc -std=gnu11 -O1 -g -Wall -DOPENCUFILE_API_VERSION=1150 -I "$ROOT/include" -I "$CUDA_INC" tests/gpu/differential.c \
 		-o "$SCR/differential" -L "$(dirname "$LINKLIB")" -l:libcufile.so.0 -L "$STUBS" -lcuda \
 		>"$SCR/diff-build.log" 2>&1
 	DBRC=$?

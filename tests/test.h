@@ -23,6 +23,9 @@
 
 #include <cuda.h>
 #include <cufile.h>
+#ifndef OPENCUFILE_API_VERSION_MAX
+#error "the tests build against opencufile's include/cufile.h, not another cufile.h on the include path"
+#endif
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -14,11 +14,18 @@
 #  - the library counted the vectored calls (statistics file, gdscheck -s),
 #    so the runs really went through cuFileReadv/cuFileWritev;
 #  - a file whose content is wrong makes the verified vector read fail
-#    (exit 1, "Verify: FAIL"): the check looks at the data, it is not vacuous.
+#    (exit 1, "Verify: FAIL"): the check looks at the data, it is not vacuous;
+#  - gdsio does not link cuFileReadv/cuFileWritev, so that it still loads
+#    with a libcufile that lacks them (NVIDIA's 1.15, the reference of
+#    comparison runs).
 set -u
 GDSIO=$1
 GDSCHECK=$2
 MEM=$3
+if command -v nm >/dev/null && nm -D --undefined-only "$GDSIO" | grep -Eq ' cuFile(Read|Write)v$'; then
+	echo "FAIL gdsio links cuFileReadv/cuFileWritev: it would not load with a 1.15 libcufile"
+	exit 1
+fi
 T=$(mktemp -d "$PWD/gdsio-vec.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 F=$T/data

@@ -576,6 +576,19 @@ static uint64_t op_offset(struct worker *w, uint64_t k)
 	return w->start + r;
 }
 
+/* cuFileReadv/cuFileWritev (1.19) are looked up at run time, so that gdsio
+ * also runs with a libcufile that lacks them (NVIDIA's 1.15, the reference
+ * in comparison runs); only -v needs them. */
+static __typeof__(cuFileReadv) *p_readv;
+static __typeof__(cuFileWritev) *p_writev;
+
+static int resolve_vector_io(void)
+{
+	*(void **)&p_readv = dlsym(RTLD_DEFAULT, "cuFileReadv");
+	*(void **)&p_writev = dlsym(RTLD_DEFAULT, "cuFileWritev");
+	return p_readv && p_writev ? 0 : -1;
+}
+
 /* Put the pattern for file offset `off` into len bytes of the worker's
  * buffer at byte `at` (through the scratch when the buffer is on the GPU). */
 static int fill_buffer(struct worker *w, size_t at, uint64_t off, size_t len)
@@ -715,8 +728,8 @@ static int do_io(struct worker *w, size_t at, uint64_t off, size_t n)
 				vec_piece(n, j, &fo, &mo, &len);
 				w->iov[j].base = p + mo, w->iov[j].len = len;
 			}
-			got = is_write() ? cuFileWritev(w->fh, w->iov, o.vec, (off_t)off, 0)
-					 : cuFileReadv(w->fh, w->iov, o.vec, (off_t)off, 0);
+			got = is_write() ? p_writev(w->fh, w->iov, o.vec, (off_t)off, 0)
+					 : p_readv(w->fh, w->iov, o.vec, (off_t)off, 0);
 		} else {
 			got = is_write() ? cuFileWrite(w->fh, p, n, (off_t)off, 0)
 					 : cuFileRead(w->fh, p, n, (off_t)off, 0);
@@ -1858,6 +1871,10 @@ int main(int argc, char **argv)
 		die_usage("-A (one shared buffer) needs -f and a synchronous transfer (-x 0, 1 or 2)");
 	if (o.vec && o.xfer != X_GPUD)
 		die_usage("-v (cuFileReadv/Writev) needs -x 0");
+	if (o.vec && resolve_vector_io() != 0) {
+		fprintf(stderr, "gdsio: -v: the libcufile in use has no cuFileReadv/cuFileWritev (cuFile 1.19)\n");
+		return 2;
+	}
 	for (int i = 0; o.vec && i < o.nios; i++)
 		if (o.ios[i] < o.vec)
 			die_usage("-v %u: IO size %zu has fewer bytes than pieces", o.vec, o.ios[i]);
