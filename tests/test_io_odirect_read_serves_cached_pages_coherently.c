@@ -22,6 +22,8 @@
  * Needs a local file system with O_DIRECT (the build directory; tmpfs
  * skips) where POSIX_FADV_DONTNEED empties the page cache of the file.
  */
+#include <stdatomic.h>
+
 #include "test.h"
 
 #include <pthread.h>
@@ -161,7 +163,7 @@ static unsigned long long warm_read_disk_bytes(const char *what)
 #define RACE_MS 1500
 
 static CUfileHandle_t race_fh;
-static volatile int race_stop;
+static atomic_int race_stop;
 
 static double now_ms(void)
 {
@@ -189,7 +191,7 @@ static void *race_writer(void *arg)
 		if (last)
 			break;
 	}
-	race_stop = 1;
+	atomic_store(&race_stop, 1);
 	free(old);
 	free(new);
 	return NULL;
@@ -202,7 +204,7 @@ static void *race_warmer(void *arg)
 	int fd = t_open(path, O_RDONLY);
 	char *tmp = malloc(RLEN);
 	T_ASSERT(tmp != NULL);
-	while (!race_stop)
+	while (!atomic_load(&race_stop))
 		T_EQ_U(t_pread_full(fd, tmp, RLEN, (uint64_t)RLO), RLEN);
 	free(tmp);
 	close(fd);
@@ -237,7 +239,7 @@ static void race(void)
 	race_fh = t_register_fd(fd);
 	warm(RLO, RLEN);
 	pthread_t w, c;
-	race_stop = 0;
+	atomic_store(&race_stop, 0);
 	T_ASSERT(pthread_create(&w, NULL, race_writer, NULL) == 0);
 	T_ASSERT(pthread_create(&c, NULL, race_warmer, NULL) == 0);
 	struct t_mem dev, host;
@@ -247,7 +249,7 @@ static void race(void)
 	T_ASSERT(back != NULL);
 	unsigned reads = 0;
 	size_t news = 0, sectors = 0;
-	while (!race_stop) {
+	while (!atomic_load(&race_stop)) {
 		/* Unaligned in the file and in memory, alternating memory kinds. */
 		struct t_mem *m = reads % 2 ? &host : &dev;
 		off_t o = RLO + 1000, b = reads % 3;
@@ -305,14 +307,26 @@ int main(void)
 			T_SKIP("/proc/self/io read_bytes does not count this file system's reads");
 	}
 
-	/* Warm: no disk reads at all. */
-	warm(0, FLEN);
+	/* Warm: no disk reads at all.  A page the kernel has locked at that
+	 * moment (other readers, reclaim under load) makes RWF_NOWAIT give up
+	 * and the rest of that request go direct, correctly but from the
+	 * disk: a pass over the cases must read nothing from the disk within
+	 * three tries, each after warming the file again.  A library that
+	 * never serves O_DIRECT reads from the cache fails all three. */
 	int fd = t_open(path, O_RDONLY | O_DIRECT);
 	CUfileHandle_t fh = t_register_fd(fd);
-	unsigned long long before = read_bytes();
-	read_all(fh, warm_cases, N(warm_cases), 0);
+	unsigned long long before, from_disk = 0;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		warm(0, FLEN);
+		before = read_bytes();
+		read_all(fh, warm_cases, N(warm_cases), 0);
+		from_disk = read_bytes() - before;
+		if (from_disk == 0)
+			break;
+		fprintf(stderr, "warm file, try %d: %llu bytes from the disk; again\n", attempt + 1, from_disk);
+	}
 	t_set_case("warm file");
-	T_EQ_U(read_bytes() - before, 0);
+	T_EQ_U(from_disk, 0);
 
 	/* Cold: from the disk, and still not cached afterwards. */
 	evict_all();

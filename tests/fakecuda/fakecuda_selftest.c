@@ -908,19 +908,22 @@ static void test_pageable_copy_lands_late(void)
 	CUstream st;
 	char a[64], b[64];
 	void *pin;
-	OK(cuMemAlloc(&p, sizeof(a)));
+	OK(cuMemAlloc(&p, 2 * sizeof(a))); /* [0, 64): the late copy; [64, 128): other work */
 	OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
 	memset(a, 1, sizeof(a));
 	OK(cuMemcpyHtoD(p, a, sizeof(a)));
 	OK(cuStreamSynchronize(NULL));
-	fakecuda_set_pageable_lag_us(300 * 1000);
+	fakecuda_set_pageable_lag_us(1000 * 1000);
 	memset(a, 2, sizeof(a));
 	OK(cuMemcpyHtoD(p, a, sizeof(a)));
 	memset(a, 3, sizeof(a)); /* the staged copy, not the source, lands */
 	CK(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
-	OK(cuMemcpyDtoHAsync(b, p, sizeof(b), st)); /* not ordered with it */
+	/* A non-blocking stream is not ordered with it: its copy (of other
+	 * bytes: reading the landing bytes now would be a race) is done
+	 * while the landing is still pending. */
+	OK(cuMemcpyDtoHAsync(b, p + sizeof(a), sizeof(b), st));
 	OK(cuStreamSynchronize(st));
-	CHECK(b[0] == 1 && b[63] == 1);
+	CK(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
 	OK(cuMemcpyDtoH(b, p, sizeof(b))); /* ordered behind it */
 	CHECK(b[0] == 2 && b[63] == 2);
 	OK(cuStreamQuery(NULL));
@@ -1130,7 +1133,7 @@ static void test_hwq_stop_holds_other_streams(void)
 	CUdeviceptr d;
 	CUstream x;
 	void *pin;
-	OK(cuMemAlloc(&d, 4096));
+	OK(cuMemAlloc(&d, 8192)); /* [0, 4096) for x's copies, [4096, 8192) for the synchronous one */
 	OK(cuMemHostAlloc(&pin, 4096, 0));
 	OK(cuStreamCreate(&x, CU_STREAM_NON_BLOCKING));
 	OK(cuMemcpyHtoDAsync(d, pin, 4096, x)); /* queued before the wait */
@@ -1141,7 +1144,7 @@ static void test_hwq_stop_holds_other_streams(void)
 		sleep_ms(1);
 	CHECK(fakecuda_hwq_stops() == 1);
 	OK(cuMemcpyHtoDAsync(d, pin, 4096, x)); /* queued after it: held */
-	struct copy_job sj = {d, pin, 4096, NULL, NULL};
+	struct copy_job sj = {d + 4096, pin, 4096, NULL, NULL};
 	struct call sc, hf;
 	call_start(&sc, g_ctx0, do_sync_copy, &sj);
 	CHECK(!call_done_within(&sc, 150));
