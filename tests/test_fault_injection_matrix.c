@@ -1117,12 +1117,26 @@ static bool run_session(enum family f, const struct variant *v, struct buf *b, c
 /* One cell: N = 1, 2, ... until the call no longer reaches the fault.  A
  * cell that never reaches it fails, unless the table above says why it
  * cannot; then one session checks that it is indeed not reached. */
+/* Under valgrind (the valgrind stage), whose preloaded allocator replaces
+ * every malloc, the main program's included: the test's interposer never
+ * sees a call, so no allocation fault can be injected. */
+static bool under_valgrind(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	return pre && strstr(pre, "vgpreload") != NULL;
+}
+
 static void run_cell(enum family f, const struct variant *v, int vi, struct buf *b, const struct kind *k)
 {
 	struct tally t = {0};
 	const char *vname = v ? v->name : "";
-	if (k->src == SRC_MALLOC && !T_MALLOC_FAULT) {
-		printf("%-12s | %-32s | %-27s | not run (sanitizer allocator)\n", family_names[f], vname, k->name);
+	const char *skip = NULL;
+	if (k->src == SRC_MALLOC && !T_MALLOC_FAULT)
+		skip = "sanitizer allocator";
+	else if (k->src == SRC_MALLOC && under_valgrind())
+		skip = "valgrind's allocator replaces the test's malloc";
+	if (skip) {
+		printf("%-12s | %-32s | %-27s | not run (%s)\n", family_names[f], vname, k->name, skip);
 		totals.not_run++;
 		return;
 	}
@@ -1135,7 +1149,7 @@ static void run_cell(enum family f, const struct variant *v, int vi, struct buf 
 	if (na) {
 		t_set_case("%s%s%s, fault: %s at call 1 (declared not applicable)", family_names[f], v ? ", " : "",
 			   vname, k->name);
-		if (run_session(f, v, b, k, 1, &t))
+		if (run_session(f, v, b, k, 1, &t) && !under_valgrind())
 			T_FAIL("the fault was reached, but the cell is declared not applicable (%s)", na->why);
 		t_set_case("%s", "");
 		printf("%-12s | %-32s | %-27s | n/a: %s\n", family_names[f], vname, k->name, na->why);
@@ -1154,6 +1168,15 @@ static void run_cell(enum family f, const struct variant *v, int vi, struct buf 
 	printf("%-12s | %-32s | %-27s | hits %3d: error %3d, partial %3d, absorbed %3d\n", family_names[f], vname,
 	       k->name, t.hits, t.errors, t.partial, t.absorbed);
 	fflush(stdout);
+	if (t.hits == 0 && under_valgrind()) {
+		/* Valgrind (3.19) does not know cachestat(2): the library then
+		 * probes the page cache otherwise, and some cells take other
+		 * paths.  Reachability is checked by the plain, ASan and TSan
+		 * stages; this one checks the paths taken for memory errors. */
+		printf("%-12s | %-32s | %-27s | not reached under valgrind\n", family_names[f], vname, k->name);
+		totals.not_run++;
+		return;
+	}
 	if (t.hits == 0)
 		T_FAIL("%s%s%s, fault %s (backend %s): never reached; make the call reach it, or declare the cell "
 		       "not applicable with the reason",
