@@ -98,8 +98,11 @@ static int plan_build(const CUfileIOVec_t *iov, size_t iovcnt, struct vec_plan *
 			p->unaligned = true;
 		if (p->n > 0 && same_domain(&p->doms[p->n - 1], &t)) {
 			struct ocf_seg *prev = &p->segs[p->n - 1];
-			if (prev->mem + prev->len == target_mem(&t)) {
-				prev->len += len; /* adjacent in memory: one piece */
+			/* Adjacent in memory: one piece, but never one copy across
+			 * two device allocations that happen to be back to back. */
+			if (prev->mem + prev->len == target_mem(&t) &&
+			    (!t.device || buf_same_allocation(&p->doms[p->n - 1], &t))) {
+				prev->len += len;
 				run_at += len;
 				continue;
 			}

@@ -154,7 +154,8 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 		size_t n = 0;
 		if (more && (w->run_write || it->result > 0))
 			n = w->run_write ? it->io.len : (size_t)it->result;
-		bool joins = seg && n && it->io.t.dev == dev + len && it->stage == at + len;
+		bool joins = seg && n && it->io.t.dev == dev + len && it->stage == at + len &&
+			     buf_same_allocation(&it->io.t, &seg->io.t);
 		if (seg && !joins) {
 			/* Queue [seg, it). */
 			char *src = stage_base(w, w->cur) + at;

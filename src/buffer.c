@@ -117,6 +117,7 @@ static int fill_target(const struct ocf_meminfo *mi, uintptr_t p, struct ocf_tar
 	t->gpu = g;
 	t->ctx = mi->ctx ? mi->ctx : g->primary;
 	t->use_stream = t->ctx == g->primary;
+	t->alloc_end = mi->size ? (CUdeviceptr)(mi->start + mi->size) : 0;
 	return 0;
 }
 

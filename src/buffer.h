@@ -23,7 +23,18 @@ struct ocf_target {
 	bool use_stream;      /* device: ctx is the primary one, so the staging
 			       * slot's stream may carry the copies */
 	bool registered;
+	CUdeviceptr alloc_end; /* device: end of the allocation holding dev (0:
+				* unknown).  One copy never crosses it: the
+				* driver refuses a copy spanning two
+				* allocations, even back-to-back ones. */
 };
+
+/* May one copy cover bytes of both targets (device memory of one
+ * allocation)?  Two cuMemAlloc blocks often sit back to back. */
+static inline bool buf_same_allocation(const struct ocf_target *a, const struct ocf_target *b)
+{
+	return a->device && b->device && a->alloc_end && a->alloc_end == b->alloc_end;
+}
 
 /* Registers [base, base+len).  Returns 0 or an error. */
 int buf_register(const void *base, size_t len, int flags);
