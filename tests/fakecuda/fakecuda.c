@@ -792,7 +792,27 @@ struct fc_alloc {
 	unsigned access;
 	bool free_pending;
 	struct fc_handle *handle;
+	struct fc_slab *slab; /* a small cuMemAlloc block: the slab it shares */
 };
+
+/* Small cuMemAlloc blocks share 2 MiB slabs, back to back, the way the real
+ * driver sub-allocates them (on an H100 two 64 KiB allocations came out
+ * 64 KiB apart).  The driver refuses a copy that spans two allocations, even
+ * adjacent ones, and so does dev_range() here: a library that merged the
+ * copies of neighbouring buffers failed on the GPU, and would pass here with
+ * every allocation on its own 2 MiB boundary.  A slab is bump-allocated and
+ * returned when its last block is freed.  FAKECUDA_SUBALLOC=0: every
+ * allocation gets its own 2 MiB-aligned range. */
+#define FC_SUB_ALIGN ((size_t)512)
+struct fc_slab {
+	uintptr_t start;
+	size_t used; /* bytes handed out from start */
+	int live;    /* blocks not freed yet */
+	CUcontext ctx;
+	int device;
+	struct fc_slab *next;
+};
+static struct fc_slab *g_slabs;
 
 static struct fc_alloc **g_tab;
 static size_t g_ntab, g_captab;
@@ -906,6 +926,56 @@ static void handle_put_locked(struct fc_handle *h)
 	free(h);
 }
 
+/* A block of slab sl was freed; the slab goes back with its last block. */
+static void slab_put_locked(struct fc_slab *sl)
+{
+	if (--sl->live > 0)
+		return;
+	for (struct fc_slab **pp = &g_slabs; *pp; pp = &(*pp)->next)
+		if (*pp == sl) {
+			*pp = sl->next;
+			break;
+		}
+	madvise(shadow_of(sl->start), FC_GRAN, MADV_DONTNEED);
+	va_free_locked(sl->start, FC_GRAN);
+	g_dev_used[sl->device] -= FC_GRAN;
+	free(sl);
+}
+
+/* A small block of `len` bytes (a multiple of FC_SUB_ALIGN) in a slab of
+ * context ctx: *out and its slab, or -1 when memory ran out. */
+static int slab_alloc_locked(size_t len, CUcontext ctx, int dev, uintptr_t *out, struct fc_slab **slab)
+{
+	struct fc_slab *sl;
+	for (sl = g_slabs; sl; sl = sl->next)
+		if (sl->ctx == ctx && sl->device == dev && FC_GRAN - sl->used >= len)
+			break;
+	if (!sl) {
+		uintptr_t p;
+		if (g_dev_used[dev] + FC_GRAN > FC_DEV_TOTAL || va_alloc_locked(FC_GRAN, FC_GRAN, 0, &p) != 0)
+			return -1;
+		sl = calloc(1, sizeof(*sl));
+		if (!sl) {
+			va_free_locked(p, FC_GRAN);
+			return -1;
+		}
+		*sl = (struct fc_slab){.start = p, .ctx = ctx, .device = dev, .next = g_slabs};
+		g_slabs = sl;
+		g_dev_used[dev] += FC_GRAN;
+	}
+	*out = sl->start + sl->used;
+	sl->used += len;
+	sl->live++;
+	*slab = sl;
+	return 0;
+}
+
+static bool suballoc_on(void)
+{
+	const char *e = getenv("FAKECUDA_SUBALLOC");
+	return !(e && *e == '0');
+}
+
 /* Removes a from the table and releases its backing. */
 static void alloc_destroy_locked(struct fc_alloc *a)
 {
@@ -913,6 +983,10 @@ static void alloc_destroy_locked(struct fc_alloc *a)
 	switch (a->kind) {
 	case FK_DEVICE:
 	case FK_POOL:
+		if (a->slab) {
+			slab_put_locked(a->slab);
+			break;
+		}
 		madvise(shadow_of(a->start), a->span, MADV_DONTNEED);
 		va_free_locked(a->start, a->span);
 		g_dev_used[a->device] -= a->span;
@@ -1419,18 +1493,28 @@ FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int
 	return CUDA_SUCCESS;
 }
 
+static void ctx_kill_objects(CUcontext c);
+
+/* The last release destroys the primary context: its memory, streams and
+ * events die with it, and later calls on them fail (a new retain makes a
+ * fresh context with none of them). */
 FC_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	ENTER();
 	if (!dev_valid(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	CUresult r = CUDA_SUCCESS;
+	bool dead = false;
 	pthread_mutex_lock(&g_mu);
 	if (g_primary[dev].refs <= 0)
 		r = CUDA_ERROR_INVALID_CONTEXT;
-	else if (--g_primary[dev].refs == 0)
+	else if (--g_primary[dev].refs == 0) {
 		ctx_free_allocs_locked(&g_primary[dev]);
+		dead = true;
+	}
 	pthread_mutex_unlock(&g_mu);
+	if (dead)
+		ctx_kill_objects(&g_primary[dev]);
 	return r;
 }
 
@@ -1477,6 +1561,7 @@ FC_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 	ctx->alive = false;
 	ctx_free_allocs_locked(ctx);
 	pthread_mutex_unlock(&g_mu);
+	ctx_kill_objects(ctx);
 	/* Drop it from this thread's stack (other threads see it as dead). */
 	for (int i = 0; i < tls_depth; i++) {
 		if (tls_stack[i] == ctx) {
@@ -2586,6 +2671,54 @@ FC_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 	return n && !v ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
+/* A context died: its streams and events leave the registries (later calls
+ * with their handles fail with CUDA_ERROR_INVALID_HANDLE, as on the real
+ * driver once a primary context was released to zero) and are torn down as
+ * cuStreamDestroy / cuEventDestroy would. */
+static void ctx_kill_objects(CUcontext c)
+{
+	struct CUstream_st *dead_s = NULL;
+	struct CUevent_st *dead_e = NULL;
+	pthread_mutex_lock(&g_mu);
+	for (struct CUstream_st **pp = &g_streams; *pp;) {
+		struct CUstream_st *x = *pp;
+		if (x->ctx != c) {
+			pp = &x->next;
+			continue;
+		}
+		*pp = x->next;
+		g_nstreams--;
+		x->next = dead_s;
+		dead_s = x;
+	}
+	for (struct CUevent_st **pp = &g_events; *pp;) {
+		struct CUevent_st *x = *pp;
+		if (x->ctx != c) {
+			pp = &x->next;
+			continue;
+		}
+		*pp = x->next;
+		g_nevents--;
+		x->next = dead_e;
+		dead_e = x;
+	}
+	pthread_mutex_unlock(&g_mu);
+	while (dead_s) {
+		struct CUstream_st *x = dead_s;
+		dead_s = x->next;
+		pthread_mutex_lock(&x->mu);
+		x->dying = true;
+		pthread_cond_broadcast(&x->cv);
+		pthread_mutex_unlock(&x->mu);
+		stream_put(x);
+	}
+	while (dead_e) {
+		struct CUevent_st *x = dead_e;
+		dead_e = x->next;
+		event_put(x);
+	}
+}
+
 static CUresult event_get(CUevent h, struct CUevent_st **out)
 {
 	if (!h)
@@ -2897,6 +3030,24 @@ static CUresult dev_alloc(CUdeviceptr *dptr, size_t size, enum fc_kind kind, CUc
 	if (span < size)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	uintptr_t p;
+	if (kind == FK_DEVICE && size < FC_GRAN && suballoc_on()) {
+		struct fc_slab *sl;
+		pthread_mutex_lock(&g_mu);
+		struct fc_alloc *a = NULL;
+		if (slab_alloc_locked(round_up(size, FC_SUB_ALIGN), ctx, dev, &p, &sl) == 0) {
+			a = alloc_new_locked(p, size, 0, kind, ctx, dev);
+			if (a)
+				a->slab = sl;
+			else
+				slab_put_locked(sl);
+		}
+		pthread_mutex_unlock(&g_mu);
+		if (!a)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		memset(shadow_of(p), FC_FILL, size);
+		*dptr = (CUdeviceptr)p;
+		return CUDA_SUCCESS;
+	}
 	pthread_mutex_lock(&g_mu);
 	if (g_dev_used[dev] + span > FC_DEV_TOTAL || va_alloc_locked(span, FC_GRAN, 0, &p) != 0) {
 		pthread_mutex_unlock(&g_mu);
