@@ -36,6 +36,15 @@
 #   the budget allows, at most 3)  GPU_BENCH_SWEEP_ARGS="-x 0 -m 0 -b -N"
 #   Output: $OUT/sweep.csv (lib,threads,size_mib,GBps,cpu_s_per_GB,status)
 #   and $OUT/sweep.svg (scripts/sweep-chart.py).
+#   GPU_BENCH_QUICK=loader: the loader comparison only (1, 8, 16 threads x
+#   16 MiB registered and not, 16 x 1 MiB, 4 KiB latency, 256 async reads,
+#   one 4 GiB call, the ceilings with the kernel's CPU cost), each run
+#   GPU_BENCH_QUICK_T seconds (0.6), 5 repetitions: about 3 minutes for two
+#   libraries, so that one GPU session allows several measure-change-measure
+#   rounds.
+#   A third library "base" (LIBS="nv base ours", OPENCUFILE_BASE_LIB=path of
+#   another libcufile.so.0 of ours, e.g. an earlier commit's) runs beside the
+#   others, alternating, for before/after comparisons in one run.
 #   GPU_BENCH_DRYRUN=1: tiny sizes, one repetition, ours only, no cache drops,
 #   no udev changes - to check the script's logic on a machine without a GPU
 #   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
@@ -77,6 +86,16 @@ SW_ARGS=${GPU_BENCH_SWEEP_ARGS:--x 0 -m 0 -b -N}
 LATT=2          # seconds of 4 KiB random reads per repetition
 BATCHSZ=1G      # data set of the batch workloads
 DROP=1
+QUICK=${GPU_BENCH_QUICK:-}
+QT=${GPU_BENCH_QUICK_T:-0.6}
+BASELIB=${OPENCUFILE_BASE_LIB:-}
+TQ=() # -T for the quick mode's timed rows
+if [ "$QUICK" = loader ]; then
+	ONLY=${GPU_BENCH_ONLY:-"ceilings t1_16m t1_16m_r t8_16m t8_16m_ur t16_16m_sh t16_1m t16_1m_r lat4k lat4k_r async256 w4g"}
+	REPS=${GPU_BENCH_REPS:-5}
+	TQ=(-T "$QT")
+	LATT=1
+fi
 if [ "$DRY" = 1 ]; then
 	SIZE=${GPU_BENCH_SIZE:-128M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}
 	LIBS=${GPU_BENCH_LIBS:-ours} LATT=0.3 BATCHSZ=16M DROP=0
@@ -113,6 +132,15 @@ for f in "$GDSIO" "$CEILINGS"; do
 done
 [ -e "$OURLIB" ] || { say "gpu-bench: our library $OURLIB not found"; exit 2; }
 OURREAL=$(readlink -f "$OURLIB")
+BASEREAL=""
+case " $LIBS " in *" base "*)
+	if [ -n "$BASELIB" ] && [ -e "$BASELIB" ]; then
+		BASEREAL=$(readlink -f "$BASELIB")
+	else
+		say "gpu-bench: LIBS names base but OPENCUFILE_BASE_LIB ($BASELIB) is not a file: base not run"
+		LIBS=$(echo " $LIBS " | sed 's/ base / /; s/^ *//; s/ *$//')
+	fi ;;
+esac
 NVREAL=$(readlink -f "$NV_LIBDIR" 2>/dev/null || echo "$NV_LIBDIR")
 case " $LIBS " in *" nv "*)
 	if [ ! -e "$NV_LIBDIR/libcufile.so.0" ]; then
@@ -192,6 +220,9 @@ launch() {
 		udev_on
 		timeout -k 3 "$tmo" env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 			CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$PROG" "${args[@]}" >"$RUNOUT" 2>&1 &
+	elif [ "$lib" = base ]; then
+		timeout -k 3 "$tmo" env LD_PRELOAD="$BASEREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-base.log" \
+			"$PROG" "${args[@]}" >"$RUNOUT" 2>&1 &
 	else
 		rm -f "$OUT/ours-stats.bin"
 		timeout -k 3 "$tmo" env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
@@ -211,7 +242,11 @@ right_library() {
 	local libline want
 	libline=$(grep -m1 -E '^# [a-z]+: cuFile library' "$RUNOUT")
 	[ -n "$libline" ] || return 0
-	if [ "$1" = ours ]; then want="mapped: 1: $OURREAL)"; else want="mapped: 1: $NVREAL/"; fi
+	case $1 in
+	ours) want="mapped: 1: $OURREAL)" ;;
+	base) want="mapped: 1: $BASEREAL)" ;;
+	*) want="mapped: 1: $NVREAL/" ;;
+	esac
 	case $libline in *"$want"*) ;; *) echo WRONG_LIBRARY; log "!!! expected $want in: $libline" ;; esac
 }
 
@@ -323,7 +358,9 @@ drvopen() {
 				timeout -k 3 30 env -u LD_PRELOAD LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 					CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" "$GDSIO" -L 5 >"$RUNOUT" 2>&1 &
 			else
-				timeout -k 3 30 env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
+				local lp=$OURREAL
+				[ "$lib" = base ] && lp=$BASEREAL
+				timeout -k 3 30 env LD_PRELOAD="$lp" CUFILE_LOGFILE_PATH="$OUT/cufile-$lib.log" \
 					"$GDSIO" -L 5 >"$RUNOUT" 2>&1 &
 			fi
 			CHILD=$!
@@ -340,7 +377,7 @@ drvopen() {
 			fi
 		done
 	done
-	say "[t=$(elapsed)s] drvopen: ours [${V[drvopen|ours|first_ms]:-}] nv [${V[drvopen|nv|first_ms]:-}] ms"
+	say "[t=$(elapsed)s] drvopen: ours [${V[drvopen|ours|first_ms]:-}] base [${V[drvopen|base|first_ms]:-}] nv [${V[drvopen|nv|first_ms]:-}] ms"
 }
 
 ceilings() {
@@ -494,6 +531,10 @@ check() {
 			ref=${CEIL[${c#*:}]:-}
 			if [ -n "$ref" ]; then awk -v a="$ours" -v r="${ref%% *}" -v f="${c%%:*}" 'BEGIN {exit !(a >= f * r)}' || ok=NO
 			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		cpule:*) # CPU s/GB at most this
+			a=$(median_of "$id" ours CPU_sec_per_GB)
+			if [ -n "$a" ]; then awk -v a="$a" -v b="${c#cpule:}" 'BEGIN {exit !(a <= b)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
 		cpunv) # CPU s/GB no more than NVIDIA's
 			a=$(median_of "$id" ours CPU_sec_per_GB)
 			ref=$(median_of "$id" nv CPU_sec_per_GB)
@@ -513,7 +554,9 @@ check() {
 ROWS=(
 	"w4g|GB_per_sec|warm, ONE 4 GiB cuFileRead, device unregistered, buffered fd (GB/s)|>= 40, >= 2x NVIDIA, >= 0.9x page cache|ge:40 xnv:2 xceil:0.9:pagecache_pread_best|0"
 	"t1_16m|GB_per_sec|warm, 1 thread x 16 MiB calls, device unregistered (GB/s)|>= 15 (NVIDIA 6.3)|ge:15|0"
+	"t1_16m_r|GB_per_sec|warm, 1 thread x 16 MiB calls, device registered (GB/s)|>= NVIDIA, CPU <= NVIDIA and <= 0.18|xnv:1 cpunv cpule:0.18|0"
 	"t16_1m|GB_per_sec|warm, 16 threads x 1 MiB calls, device unregistered (GB/s)|>= 1.3x NVIDIA|xnv:1.3|0"
+	"t16_1m_r|GB_per_sec|warm, 16 threads x 1 MiB calls, device registered (GB/s)|>= NVIDIA, CPU <= NVIDIA|xnv:1 cpunv|0"
 	"t8_16m|GB_per_sec|warm, 8 threads x 16 MiB calls, device registered (GB/s)|>= 0.85x pinned H2D, > NVIDIA, CPU <= NVIDIA|xceil:0.85:h2d_pinned_1GiB xnv:1 cpunv|0"
 	"t16_16m_sh|GB_per_sec|warm, 16 threads x 16 MiB into ONE registered buffer of the data set's size (GB/s)|>= 0.85x pinned H2D, > NVIDIA, CPU <= NVIDIA|xceil:0.85:h2d_pinned_1GiB xnv:1 cpunv|0"
 	"t8_16m_ur|GB_per_sec|warm, 8 threads x 16 MiB calls, device unregistered (GB/s)|~ one large call (w4g), CPU <= NVIDIA|cpunv|0"
@@ -523,6 +566,9 @@ ROWS=(
 	"lat4k|avg_usecs|warm, 4 KiB random reads, device, 1 thread: avg (us)|<= 6 (NVIDIA 10)|le:6|1"
 	"lat4k|p50_usecs|  ... p50 (us)|(NVIDIA 9.5)||1"
 	"lat4k|p99_usecs|  ... p99 (us)|(NVIDIA 18-20)||1"
+	"lat4k_r|avg_usecs|warm, 4 KiB random reads, device registered, 1 thread: avg (us)|<= 1.1x (4 KiB copy + pread), < NVIDIA||1"
+	"lat4k_r|p50_usecs|  ... p50 (us)|||1"
+	"lat4k_r|p99_usecs|  ... p99 (us)|<= 2x p50||1"
 	"batch128|GB_per_sec|batch 128 x 64 KiB, warm, unregistered (GB/s)|completes, >= 13.4 (2x 6.7)|ge:13.4|0"
 	"batch32r|GB_per_sec|batch 32 x 64 KiB, warm, registered (GB/s)|(NVIDIA's best batch: 6.7)||0"
 	"async256|GB_per_sec|256 x 16 MiB cuFileReadAsync, one stream (GB/s)|all complete, ~ sync 16 MiB rate|xrow:0.9:t1_16m|0"
@@ -554,8 +600,15 @@ print_table() {
 		[ -n "$DROP_NOTE" ] && echo "NOTE: $DROP_NOTE"
 		((${#SKIPPED[@]})) && echo "NOTE: skipped for lack of time: ${SKIPPED[*]}"
 		echo
-		echo "| workload | NVIDIA median (spread) | ours median (spread) | ratio | target | met | CPU s/GB NVIDIA / ours |"
-		echo "| --- | --- | --- | --- | --- | --- | --- |"
+		local hasbase=0 bc
+		case " $LIBS " in *" base "*) hasbase=1 ;; esac
+		if ((hasbase)); then
+			echo "| workload | NVIDIA median (spread) | base median (spread) | ours median (spread) | ratio | target | met | CPU s/GB NVIDIA / base / ours |"
+			echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+		else
+			echo "| workload | NVIDIA median (spread) | ours median (spread) | ratio | target | met | CPU s/GB NVIDIA / ours |"
+			echo "| --- | --- | --- | --- | --- | --- | --- |"
+		fi
 		for row in "${ROWS[@]}"; do
 			IFS='|' read -r id metric label target checks lower <<<"$row"
 			wanted "$id" || continue
@@ -573,9 +626,18 @@ print_table() {
 			if [ "$metric" = GB_per_sec ]; then
 				a=$(median_of "$id" nv CPU_sec_per_GB)
 				b=$(median_of "$id" ours CPU_sec_per_GB)
-				[ -n "$a$b" ] && cpu="$(fmt "${a:--}") / $(fmt "${b:--}")"
+				bc=$(median_of "$id" base CPU_sec_per_GB)
+				if ((hasbase)); then
+					[ -n "$a$b$bc" ] && cpu="$(fmt "${a:--}") / $(fmt "${bc:--}") / $(fmt "${b:--}")"
+				else
+					[ -n "$a$b" ] && cpu="$(fmt "${a:--}") / $(fmt "${b:--}")"
+				fi
 			fi
-			echo "| $label | $nvc | $oc | $ratio | $target | $met | $cpu |"
+			if ((hasbase)); then
+				echo "| $label | $nvc | $(cell "$id" base "$metric") | $oc | $ratio | $target | $met | $cpu |"
+			else
+				echo "| $label | $nvc | $oc | $ratio | $target | $met | $cpu |"
+			fi
 		done
 		if ((${#PIN[@]})); then
 			echo
@@ -634,18 +696,21 @@ ASYNC_B=$((SB / (16 << 20)))
 F=(-f "$DATA")
 #        id       cold timeout need  gdsio arguments
 workload w4g      0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i "$SIZE"
-workload t1_16m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 16M
-workload t16_1m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 16 -s "$SIZE" -i 1M
-workload t8_16m   0 60 20 "${F[@]}" -x 0 -m 0 -N -w 8 -s "$SIZE" -i 16M
+workload t1_16m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 16M "${TQ[@]}"
+workload t1_16m_r 0 60 20 "${F[@]}" -x 0 -m 0 -N -w 1 -s "$SIZE" -i 16M "${TQ[@]}"
+workload t16_1m   0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 16 -s "$SIZE" -i 1M "${TQ[@]}"
+workload t16_1m_r 0 60 20 "${F[@]}" -x 0 -m 0 -N -w 16 -s "$SIZE" -i 1M "${TQ[@]}"
+workload t8_16m   0 60 20 "${F[@]}" -x 0 -m 0 -N -w 8 -s "$SIZE" -i 16M "${TQ[@]}"
 # The loader shapes: fastsafetensors (16 threads into one registered buffer
 # of the whole data set), unregistered memory, a pool of 64 threads, and a
 # warm file read through an O_DIRECT handle (nothing dropped the cache yet).
-workload t16_16m_sh 0 90 25 "${F[@]}" -x 0 -m 0 -A -N -w 16 -s "$SIZE" -i 16M
-workload t8_16m_ur  0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 8 -s "$SIZE" -i 16M
+workload t16_16m_sh 0 90 25 "${F[@]}" -x 0 -m 0 -A -N -w 16 -s "$SIZE" -i 16M "${TQ[@]}"
+workload t8_16m_ur  0 60 20 "${F[@]}" -x 0 -m 0 -b -N -w 8 -s "$SIZE" -i 16M "${TQ[@]}"
 workload t64_16m    0 90 25 "${F[@]}" -x 0 -m 0 -N -w 64 -s "$SIZE" -i 16M
 workload t8_16m_dio 0 60 20 "${F[@]}" -x 0 -m 0 -O -w 8 -s "$SIZE" -i 16M
 workload host4g   0 60 20 "${F[@]}" -x 0 -m 3 -b -N -w 1 -s "$SIZE" -i "$SIZE"
 workload lat4k    0 60 25 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$SIZE" -i 4K -I 2 -T "$LATT"
+workload lat4k_r  0 60 25 "${F[@]}" -x 0 -m 0 -N -w 1 -s "$SIZE" -i 4K -I 2 -T "$LATT"
 workload batch128 0 15 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload batch32r 0 15 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload async256 0 30 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
@@ -664,7 +729,7 @@ if wanted ceilings || wanted wr_dio || wanted wr_buf; then
 	env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$WDATA" -s "$SIZE" >>"$RAW" 2>&1
 	sync # the write ceilings and workloads must not pay for flushing this
 fi
-wanted ceilings && ceilings -f "$DATA" -W "$WDATA" -s "$SIZE" -r "$COLD" -t odirect,pwrite
+[ -z "$QUICK" ] && wanted ceilings && ceilings -f "$DATA" -W "$WDATA" -s "$SIZE" -r "$COLD" -t odirect,pwrite
 
 workload cold_buf 1 60 30 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$COLD" -i 16M
 workload cold_dio 1 60 30 "${F[@]}" -x 0 -m 0 -b -O -w 1 -s "$COLD" -i 16M
