@@ -23,6 +23,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 #include "stats.h"
 
 CUfileError_t api_status(long r)
@@ -210,7 +211,9 @@ ssize_t api_io_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t f
 	if (size == 0) {
 		/* nothing to resolve */
 	} else if (!cache) {
+		uint64_t t0 = prof_now();
 		r = buf_resolve(base, buf_offset, size, &io->t);
+		prof_time(PROF_T_LOOKUP, t0);
 	} else {
 		/* Requests on one base share its lookup (one CUDA call). */
 		if (!cache->have_buf || cache->base != base) {
@@ -279,10 +282,12 @@ ssize_t api_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_offs
 	int r = driver_enter(true);
 	if (r)
 		return r;
+	prof_begin(PROF_CALLER);
 	struct ocf_io io = {0};
 	bool owns_handle;
 	ssize_t prep = api_io_prepare(fh, base, size, file_offset, buf_offset, NULL, &io, &owns_handle);
 	ssize_t ret = api_io_run(fh, base, size, file_offset, buf_offset, write, t0, prep, &io, owns_handle);
+	prof_end();
 	driver_exit();
 	return ret;
 }

@@ -45,6 +45,7 @@
 #include "gpu.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 
 struct async_exec {
 	const char *name;
@@ -81,6 +82,7 @@ struct async_exec async_stream_exec = {.name = "stream",
 static void *executor_main(void *arg)
 {
 	struct async_exec *ex = arg;
+	prof_name_thread(ex->cuda ? "cufile-batch" : "cufile-stream", 0);
 	/* A stream operation's application stream may be blocked (wait
 	 * value) until I/O of ours finishes: a synchronous legacy-stream copy
 	 * made by a batch thread could queue behind it. */
@@ -107,7 +109,9 @@ static void *executor_main(void *arg)
 		pthread_mutex_unlock(&ex->lock);
 
 		driver_adopt();
+		prof_begin(ex->cuda ? PROF_BATCH : PROF_STREAM);
 		op->run(op); /* may free op */
+		prof_end();
 		driver_unadopt();
 		driver_release();
 

@@ -60,6 +60,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 
 /* Alignment of runs in a staging buffer for buffered handles. */
 #define PACK_ALIGN 64u
@@ -84,6 +85,8 @@ static void flush_done(struct bio_worker *w)
 static void finish(struct bio_worker *w, struct bio_item *it, ssize_t result)
 {
 	it->result = result;
+	if (result > 0)
+		prof_bytes((size_t)result);
 	if (it->owns_handle) {
 		handle_put(it->io.h);
 		it->owns_handle = false;
@@ -136,7 +139,10 @@ static ssize_t read_into_stage(struct bio_worker *w, struct ocf_handle *h, size_
 	    .size = w->lane->bufs[w->cur].size - start,
 	    .chunk = w->lane->bufs[w->cur].size - start,
 	};
-	return fio_read_staged(h, &view, off, n);
+	uint64_t t0 = prof_now();
+	ssize_t r = fio_read_staged(h, &view, off, n);
+	prof_time(PROF_T_FILE, t0);
+	return r;
 }
 
 /* Queues the copies of the items [first, last] of the open run, one per
@@ -159,8 +165,10 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 		if (seg && !joins) {
 			/* Queue [seg, it). */
 			char *src = stage_base(w, w->cur) + at;
+			uint64_t t0 = prof_now();
 			CUresult r = w->run_write ? ocf_cu.MemcpyDtoHAsync(src, dev, len, s)
 						  : ocf_cu.MemcpyHtoDAsync(dev, src, len, s);
+			prof_time(PROF_T_SUBMIT, t0);
 			long err = r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r);
 			for (struct bio_item *x = seg; x != it; x = x->next) {
 				x->copied = err == 0;
@@ -223,7 +231,9 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 	struct ocf_handle *h = first->io.h;
 	size_t total = (size_t)(last->io.off - first->io.off) + last->io.len;
 	char *base = stage_base(w, j);
+	uint64_t t0 = prof_now();
 	ssize_t wr = fio_write(h, base + first->stage, total, first->io.off, NULL);
+	prof_time(PROF_T_FILE, t0);
 	for (struct bio_item *it = first; it != last->next; it = it->next) {
 		size_t rel = (size_t)(it->io.off - first->io.off);
 		if (wr >= 0 && (size_t)wr >= rel + it->io.len)
@@ -242,7 +252,7 @@ static void retire(struct bio_worker *w, int j)
 	struct bio_buf *bb = &w->buf[j];
 	if (bb->copies) {
 		CUstream s = w->lane->nb_stream;
-		CUresult r = bb->recorded ? gpu_event_wait(w->lane->ev[j]) : ocf_cu.StreamSynchronize(s);
+		CUresult r = bb->recorded ? gpu_event_wait(w->lane->ev[j], bb->used) : ocf_cu.StreamSynchronize(s);
 		if (r != CUDA_SUCCESS) {
 			long err = cuda_error("waiting for staging copies", r);
 			/* A failed wait does not cancel the copies: none may land

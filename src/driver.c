@@ -43,6 +43,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 #include "stats.h"
 #include "stream.h"
 #include "watchdog.h"
@@ -110,6 +111,7 @@ static int open_locked(void)
 	}
 	/* Every staging lane of the GPUs already in use, now: no lane is
 	 * created once asynchronous work of ours can be waiting. */
+	prof_configure(false);
 	gpu_prewarm_start(engine_participants());
 	watchdog_start();
 	is_open = true;
@@ -183,6 +185,7 @@ int driver_close(void)
 	buf_deregister_all();
 	gpu_teardown_all();
 	stats_at_close(); /* the stats snapshot file, if configured */
+	prof_report();
 	watchdog_stop();
 	config_forget_preview();
 	open_count = 0;

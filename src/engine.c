@@ -49,6 +49,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 #include "uring.h"
 #include "watchdog.h"
 
@@ -93,6 +94,7 @@ static struct request *queue;
 static pthread_t *workers;
 static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
+
 
 /* Requests up to this size into device memory copy synchronously from the
  * staging buffer (OPENCUFILE_SMALL_SYNC_KB; default 0: never).  For a few
@@ -146,7 +148,7 @@ static void lane_release(struct ocf_lane *lane, bool clean)
 
 static void *worker_main(void *arg)
 {
-	(void)arg;
+	prof_name_thread("cufile-io-%d", (int)(intptr_t)arg);
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
 		while (!queue && !shutting_down)
@@ -164,12 +166,14 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&rq->lock);
 		pthread_mutex_unlock(&q_lock);
 
+		prof_begin(PROF_ENGINE);
 		struct ocf_lane *lane = NULL;
 		if (!rq->pool) {
 			run_request(rq, NULL, true);
 		} else if (pool_try_get(rq->pool, &lane) == 0) {
 			lane_release(lane, run_request(rq, lane, true));
 		}
+		prof_end();
 
 		pthread_mutex_lock(&rq->lock);
 		if (--rq->active == 0)
@@ -218,7 +222,7 @@ static int pool_start(void)
 		nworkers = 0;
 		shutting_down = false;
 		for (int i = 0; workers && i < want; i++) {
-			if (pthread_create(&workers[i], NULL, worker_main, NULL) != 0)
+			if (pthread_create(&workers[i], NULL, worker_main, (void *)(intptr_t)i) != 0)
 				break;
 			nworkers++;
 		}
@@ -226,6 +230,7 @@ static int pool_start(void)
 		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
 		if (env && *env)
 			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
+
 		running = true;
 		log_debug("engine: %d worker thread(s), chunks of at least %zu KiB", nworkers, min_chunk_bytes / 1024);
 	}
@@ -465,6 +470,7 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 		off_t off = io->off + (off_t)at;
 		char *mem = io->segs ? NULL : io->t.host + at;
 		ssize_t r;
+		uint64_t t0 = prof_now();
 		if (io->segs) {
 			r = host_vec_needs_stage(io) ? host_vec_staged(rq, lane, at, n, off)
 						     : host_vec_syscalls(rq, at, n, off);
@@ -477,6 +483,9 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 			memcpy(stage, mem, n);
 			r = fio_write(io->h, stage, n, off, NULL);
 		}
+		prof_time(PROF_T_FILE, t0);
+		if (r > 0)
+			prof_bytes((size_t)r);
 		if (r < 0) {
 			record_error(rq, idx, r);
 			return;
@@ -499,6 +508,7 @@ struct pending {
 	size_t idx;
 	int buf;
 	bool busy;
+	size_t bytes; /* of the copy in flight (the wait's polling budget) */
 };
 
 /* Waits for the copy of one pending buffer; records a failure. */
@@ -507,7 +517,7 @@ static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending 
 	p->busy = false;
 	if (!rq->io->t.use_stream || rq->small)
 		return true; /* the copy was synchronous */
-	CUresult r = gpu_event_wait(lane->ev[p->buf]);
+	CUresult r = gpu_event_wait(lane->ev[p->buf], p->bytes);
 	if (r != CUDA_SUCCESS) {
 		record_error(rq, p->idx, cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
 		return false;
@@ -530,11 +540,15 @@ static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, st
 		char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUresult r;
 		if (io->t.use_stream && !rq->small) {
+			uint64_t t0 = prof_now();
 			r = dev_copy(io, true, at, src, (size_t)got, true, lane_stream(rq, lane));
 			if (r == CUDA_SUCCESS)
 				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
-			if (r == CUDA_SUCCESS)
+			prof_time(PROF_T_SUBMIT, t0);
+			if (r == CUDA_SUCCESS) {
 				p->busy = true;
+				p->bytes = (size_t)got;
+			}
 		} else {
 			r = dev_copy(io, true, at, src, (size_t)got, false, NULL);
 		}
@@ -543,6 +557,7 @@ static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, st
 			return false;
 		}
 	}
+	prof_bytes((size_t)got);
 	if ((size_t)got < n) {
 		record_short(rq, p->idx, (size_t)got);
 		return false;
@@ -599,7 +614,9 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 			pend[j].idx = idx;
 			pend[j].buf = j;
 			off_t off = io->off + (off_t)chunk_start(rq, idx);
+			uint64_t t0 = prof_now();
 			int r = fio_stage_read(io->h, &lane->bufs[j], off, chunk_len(rq, idx), &ops[j]);
+			prof_time(PROF_T_FILE, t0);
 			if (r < 0) {
 				record_error(rq, idx, r);
 				more = false;
@@ -611,14 +628,20 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 				reads++;
 				continue;
 			}
-			if (!read_chunk_done(rq, lane, j, &pend[j], fio_stage_read_done(&ops[j], fio_op_run(&ops[j]))))
+			t0 = prof_now();
+			ssize_t got = fio_op_run(&ops[j]);
+			prof_time(PROF_T_FILE, t0);
+			if (!read_chunk_done(rq, lane, j, &pend[j], fio_stage_read_done(&ops[j], got)))
 				more = false;
 		}
 		if (reads == 0)
 			break;
 		uint64_t tag;
 		ssize_t res;
-		if (uring_reap(ring, &tag, &res) != 0) {
+		uint64_t t0 = prof_now();
+		int reaped = uring_reap(ring, &tag, &res);
+		prof_time(PROF_T_FILE, t0);
+		if (reaped != 0) {
 			/* The ring is unusable and its reads in flight are lost
 			 * to us: fail the earliest of them. */
 			size_t first = rq->nchunks;
@@ -655,8 +678,12 @@ static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct
 	const struct ocf_io *io = rq->io;
 	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
 	off_t off = io->off + (off_t)at;
+	uint64_t t0 = prof_now();
 	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off,
 			      uring_ring_get(lane));
+	prof_time(PROF_T_FILE, t0);
+	if (w > 0)
+		prof_bytes((size_t)w);
 	if (w < 0) {
 		record_error(rq, p->idx, w);
 		return false;
@@ -682,9 +709,11 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUresult r;
 		if (io->t.use_stream && !rq->small) {
+			uint64_t t0 = prof_now();
 			r = dev_copy(io, false, at, stage, n, true, lane_stream(rq, lane));
 			if (r == CUDA_SUCCESS)
 				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
+			prof_time(PROF_T_SUBMIT, t0);
 		} else {
 			r = dev_copy(io, false, at, stage, n, false, NULL);
 		}
@@ -692,7 +721,7 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 			record_error(rq, idx, cuda_fail("device to host copy", r));
 			break;
 		}
-		ring[(head + count) % OCF_LANE_DEPTH] = (struct pending){.idx = idx, .buf = j, .busy = true};
+		ring[(head + count) % OCF_LANE_DEPTH] = (struct pending){.idx = idx, .buf = j, .busy = true, .bytes = n};
 		count++;
 		j = (j + 1) % lane->depth;
 		/* Keep one copy in flight while the previous chunk is written. */
@@ -744,7 +773,11 @@ static void ring_chunks(struct request *rq)
 			ssize_t got = 0;
 			if (live) {
 				struct ocf_slot sl = {.buf = slot, .size = p->slot_bytes, .chunk = p->chunk};
+				uint64_t t0 = prof_now();
 				got = fio_read_staged(io->h, &sl, off, n);
+				prof_time(PROF_T_FILE, t0);
+				if (got > 0)
+					prof_bytes((size_t)got);
 				size_t actual = fio_stage_skew(io->h, off);
 				if (got > 0 && actual != planned)
 					memmove(slot + planned, slot + actual, (size_t)got);
@@ -771,7 +804,11 @@ static void ring_chunks(struct request *rq)
 				size_t actual = fio_stage_skew(io->h, off);
 				if (actual != planned)
 					memmove(slot + actual, slot + planned, n);
+				uint64_t t0 = prof_now();
 				ssize_t r = fio_write(io->h, slot + actual, n, off, NULL);
+				prof_time(PROF_T_FILE, t0);
+				if (r > 0)
+					prof_bytes((size_t)r);
 				if (r < 0)
 					record_error(rq, idx, r);
 				else if ((size_t)r < n)
@@ -845,10 +882,20 @@ static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 	return OCF_ALIGN_DOWN(c, A);
 }
 
+static ssize_t submit_request(const struct ocf_io *io, bool write);
+
 static ssize_t submit(const struct ocf_io *io, bool write)
 {
 	if (no_cuda && io->t.device && !io->plan)
 		return OCF_ERR(CU_FILE_CUDA_MEMORY_TYPE_INVALID);
+	prof_begin(PROF_CALLER);
+	ssize_t r = submit_request(io, write);
+	prof_end();
+	return r;
+}
+
+static ssize_t submit_request(const struct ocf_io *io, bool write)
+{
 	struct request rq = {.io = io, .write = write, .plan = io->plan};
 	/* Host memory needs staging only for O_DIRECT; without it no lane is
 	 * taken, so many threads doing host I/O never wait for one.  A ring
@@ -868,8 +915,9 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	 * they may keep thread-local state, and a callback that calls the API
 	 * again must nest on the thread that holds the driver gate. */
 	if (ocf_cfg.parallel_io && io->len > ocf_cfg.min_io_threshold_size_kb * 1024 &&
-	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS)
+	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
 		helpers = pool_start();
+	}
 	if (rq.plan) {
 		/* The chunks the copies were queued for. */
 		rq.chunk = rq.plan->chunk;
@@ -904,7 +952,9 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	}
 
 	struct ocf_lane *lane = NULL;
+	uint64_t t0 = prof_now();
 	int r = rq.pool ? pool_get(rq.pool, &lane) : 0;
+	prof_time(PROF_T_LANE, t0);
 	if (r == 0) {
 		bool clean = run_request(&rq, lane, false);
 		if (lane)
@@ -925,6 +975,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 		}
 		pthread_mutex_unlock(&q_lock);
 	}
+	t0 = prof_now();
 	pthread_mutex_lock(&rq.lock);
 	if (rq.active > 0) {
 		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", io->h, io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
@@ -934,6 +985,7 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 		watchdog_wait_end();
 	}
 	pthread_mutex_unlock(&rq.lock);
+	prof_time(PROF_T_HELPERS, t0);
 
 	/* Every chunk before min(err_idx, short_idx) completed in full. */
 	ssize_t ret;

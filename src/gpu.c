@@ -34,6 +34,7 @@
 #include "cuda_loader.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 #include "stats.h"
 #include "uring.h"
 #include "watchdog.h"
@@ -301,12 +302,6 @@ static void lane_free_buffers(struct ocf_lane *l)
 	}
 }
 
-bool lane_events_sleep(void)
-{
-	const char *spin = ocf_getenv("OPENCUFILE_EVENT_SPIN"); /* tuning experiments */
-	return spin && *spin == '0';
-}
-
 static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 {
 	struct ocf_lane *l = calloc(1, sizeof(*l));
@@ -360,12 +355,8 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 		if (!p->gpu)
 			continue;
 		CUresult cr;
-		/* Events without BLOCKING_SYNC: cuEventSynchronize then waits
-		 * the way the context's scheduling policy says (by default it
-		 * spins while there are fewer busy threads than CPUs), which
-		 * measured faster than sleeping or than polling cuEventQuery
-		 * (see gpu_event_wait).  OPENCUFILE_EVENT_SPIN=0 makes
-		 * waiters sleep instead. */
+		/* BLOCKING_SYNC: cuEventSynchronize sleeps instead of
+		 * spinning (see gpu_event_wait). */
 		cr = ocf_cu.EventCreate(&l->ev[i], CU_EVENT_DISABLE_TIMING |
 						       (lane_events_sleep() ? CU_EVENT_BLOCKING_SYNC : 0));
 		if (cr != CUDA_SUCCESS) {
@@ -646,50 +637,82 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Waits for a lane event.  The events are not BLOCKING_SYNC, so
- * cuEventSynchronize waits by the context's scheduling policy (spinning on
- * the event's completion while the process has fewer busy threads than
- * CPUs).  Measured on the H200 machine (gdsio, warm 4 GiB file):
- *   wait                                   16 x 1 MiB   1 x 16 MiB   4 GiB
- *   poll cuEventQuery + sched_yield 200 us,
- *     then sleep (BLOCKING_SYNC)            21-25        17-19        47
- *   cuEventSynchronize, default policy      28-30        20.5-20.8    49
- *   sleep at once (BLOCKING_SYNC)           17-21 (earlier runs)
- * Polling cuEventQuery from many threads contends in the driver; the
- * driver's own wait does not.  With OPENCUFILE_EVENT_SPIN=0 (sleeping
- * events) the wait polls first, for OPENCUFILE_EVENT_POLL_US (200). */
-static uint64_t event_poll_ns(void)
+/* How a wait for a staging copy waits (OPENCUFILE_EVENT_WAIT):
+ *   spin    (the default) cuEventSynchronize on events without
+ *           BLOCKING_SYNC: the driver's default policy spins while the
+ *           process has fewer busy threads than CPUs;
+ *   hybrid  one cuEventQuery; a copy of at most OPENCUFILE_SPIN_KB (256)
+ *           is then polled for a bounded time, anything longer slept for
+ *           in cuEventSynchronize on a BLOCKING_SYNC event;
+ *   sleep   the same without polling.
+ * The profile (profile.h) counts each wait by how it ended. */
+enum ev_mode { EV_HYBRID, EV_SPIN, EV_SLEEP };
+
+static int ev_mode(void)
 {
-	static uint64_t v = UINT64_MAX;
-	uint64_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur == UINT64_MAX) {
-		const char *env = ocf_getenv("OPENCUFILE_EVENT_POLL_US"); /* tuning experiments */
-		cur = env && *env ? (uint64_t)strtoull(env, NULL, 10) * 1000 : lane_events_sleep() ? 200000 : 0;
+	static int v = -1;
+	int cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	if (cur < 0) {
+		const char *env = ocf_getenv("OPENCUFILE_EVENT_WAIT");
+		cur = !env || !*env ? EV_SPIN : !strcmp(env, "hybrid") ? EV_HYBRID : !strcmp(env, "sleep") ? EV_SLEEP
+												 : EV_SPIN;
 		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;
 }
 
-static CUresult event_wait(CUevent ev)
+bool lane_events_sleep(void) { return ev_mode() != EV_SPIN; }
+
+static size_t spin_bytes(void)
 {
-	uint64_t start = now_ns(), poll = event_poll_ns();
-	if (poll == 0)
-		return ocf_cu.EventSynchronize(ev);
-	for (;;) {
-		CUresult r = ocf_cu.EventQuery(ev);
-		if (r != CUDA_ERROR_NOT_READY)
-			return r;
-		if (now_ns() - start > poll)
-			return ocf_cu.EventSynchronize(ev);
-		sched_yield();
+	static size_t v = (size_t)-1;
+	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	if (cur == (size_t)-1) {
+		const char *env = ocf_getenv("OPENCUFILE_SPIN_KB");
+		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : (size_t)256 * 1024;
+		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
+	return cur;
 }
 
-CUresult gpu_event_wait(CUevent ev)
+static inline void cpu_relax(void)
 {
-	watchdog_wait_begin("staged I/O", NULL, -1, "a staging copy to or from the GPU to finish (cuEventSynchronize)");
-	CUresult r = event_wait(ev);
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Polling budget for a copy of `bytes`: its transfer at 10 GB/s (a
+ * conservative share of PCIe) plus 30 us of latency. */
+static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 10; }
+
+CUresult gpu_event_wait(CUevent ev, size_t bytes)
+{
+	uint64_t t0 = prof_now();
+	int mode = ev_mode();
+	CUresult r = mode == EV_SPIN ? CUDA_ERROR_NOT_READY : ocf_cu.EventQuery(ev);
+	if (r != CUDA_ERROR_NOT_READY) {
+		prof_wait(PROF_WAIT_DONE, t0);
+		return r;
+	}
+	watchdog_wait_begin("staged I/O", NULL, -1, "a staging copy to or from the GPU to finish");
+	if (mode == EV_HYBRID && bytes <= spin_bytes()) {
+		uint64_t start = now_ns(), budget = spin_budget_ns(bytes);
+		do {
+			for (int i = 0; i < 32; i++)
+				cpu_relax();
+			r = ocf_cu.EventQuery(ev);
+		} while (r == CUDA_ERROR_NOT_READY && now_ns() - start < budget);
+	}
+	enum prof_wait how = mode == EV_SPIN ? PROF_WAIT_SPIN : PROF_WAIT_SLEEP;
+	if (r == CUDA_ERROR_NOT_READY)
+		r = ocf_cu.EventSynchronize(ev);
+	else
+		how = PROF_WAIT_SPIN;
 	watchdog_wait_end();
+	prof_wait(how, t0);
 	return r;
 }
 

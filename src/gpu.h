@@ -79,8 +79,8 @@ int gpu_get(int ordinal, struct ocf_gpu **out);
 /* Pool of aligned host staging buffers for O_DIRECT I/O on host memory. */
 struct ocf_pool *host_pool(void);
 
-/* Whether lane events are BLOCKING_SYNC (waiters sleep) rather than
- * waited for by the driver's default policy (OPENCUFILE_EVENT_SPIN=0). */
+/* Whether lane events are BLOCKING_SYNC (the default; not with
+ * OPENCUFILE_EVENT_WAIT=spin). */
 bool lane_events_sleep(void);
 
 /* Brings a GPU up: all its staging lanes and its liveness event, on the
@@ -108,10 +108,11 @@ void pool_discard(struct ocf_lane *lane);
 /* Staging chunk size of the lanes (bytes). */
 size_t pool_chunk(const struct ocf_pool *pool);
 
-/* Waits for a lane's event (by the driver's policy, or polling then
- * sleeping with OPENCUFILE_EVENT_SPIN=0).  Returns what
- * cuEventQuery/cuEventSynchronize returned. */
-CUresult gpu_event_wait(CUevent ev);
+/* Waits for a lane's event marking a copy of `bytes` (the last of those it
+ * covers): polled briefly when the copy is short, else slept for in the
+ * driver (gpu.c says why).  Returns what cuEventQuery/cuEventSynchronize
+ * returned. */
+CUresult gpu_event_wait(CUevent ev, size_t bytes);
 
 /* Releases every pool, stream and context.  Called by the driver close
  * when no I/O is in flight. */

@@ -30,6 +30,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 
 struct wd_slot {
 	_Atomic uint64_t since; /* CLOCK_MONOTONIC ns; 0: not waiting */
@@ -182,6 +183,7 @@ static void scan(uint64_t limit)
 
 static void *wd_main(void *arg)
 {
+	prof_name_thread("cufile-watchdog", 0);
 	(void)arg;
 	pthread_mutex_lock(&wd_lock);
 	while (!stop) {
