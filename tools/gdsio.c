@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,8 @@ struct opts o = {.gpu = 0,
 		 .odirect = 1,
 		 .seed = 1,
 		 .depth = 8,
+		 .batches = 1,
+		 .wait_style = WAIT_TIMED,
 		 .batch_timeout = 10.0};
 
 struct cuda_dl cu;
@@ -50,6 +53,16 @@ static void die_usage(const char *fmt, ...)
 	fprintf(stderr, " (-h for help)\n");
 	va_end(ap);
 	exit(EXIT_USAGE);
+}
+
+/* The number of option -flag: 1..max. */
+static unsigned parse_count(const char *arg, char flag, long max)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*end || v < 1 || v > max)
+		die_usage("-%c must be 1..%ld", flag, max);
+	return (unsigned)v;
 }
 
 /* -i: SIZE, MIN:MAX (powers of two), MIN:MAX:STEP (arithmetic). */
@@ -164,6 +177,13 @@ static void usage(FILE *f)
 		   "            stream then cuStreamSynchronize, 4 the same on a stream registered\n"
 		   "            with cuFileStreamRegister, 5 cuFileBatchIO with -B entries per batch\n"
 		   "  -B N      operations per async group or batch (default 8)\n"
+		   "  -H N      -x 5: N batch handles per thread, each with a batch of -B entries\n"
+		   "            in flight (default 1): a thread submits them all, then collects\n"
+		   "            them in turn and submits each again as soon as it is complete\n"
+		   "  -W STYLE  -x 5: how cuFileBatchIOGetStatus collects completions:\n"
+		   "            timed  min_nr = entries outstanding, 100 ms timeouts up to -t (default)\n"
+		   "            wait   min_nr = entries outstanding, NULL timeout (blocks; no -t)\n"
+		   "            poll   min_nr 0, zero timeout, each handle in turn (never blocks)\n"
 		   "  -t SECS   give up on a batch after SECS without all completions (default 10)\n"
 		   "  -I TYPE   0 read (default), 1 write, 2 random read, 3 random write\n"
 		   "  -T SECS   run for SECS seconds (default: one pass over the data set)\n"
@@ -194,17 +214,20 @@ static void usage(FILE *f)
 		   "the file then no longer holds the pattern; run writes on a separate file.\n"
 		   "Result: NVIDIA's line, then 'Extra:' with GB/s (10^9), p50/p99 latency and\n"
 		   "CPU seconds (user+sys, whole process) per GB moved.  Async latency is the\n"
-		   "time from enqueueing a group to its stream synchronisation.\n"
+		   "time from enqueueing a group to its stream synchronisation; batch (-x 5)\n"
+		   "latency the time from a batch's submit to the collection of each entry, and\n"
+		   "'Extra:' ends with the batches and the time from each one's submit to its\n"
+		   "last completion: batch_avg_usecs, batch_p50_usecs, batch_p99_usecs.\n"
 		   "Exit status: 0 ok, 1 I/O or verification failure, 2 usage, 3 not supported\n"
 		   "by the library (async/batch).  OPENCUFILE_LIBCUDA overrides libcuda.so.1.\n");
 }
 
 int main(int argc, char **argv)
 {
-	int opt;
+	int opt, batch_opts = 0;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:t:I:T:k:UONbVSC:G:ZL:Av:h")) != -1) {
+	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:Av:h")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -243,6 +266,18 @@ int main(int argc, char **argv)
 			o.depth = (unsigned)atoi(optarg);
 			if (o.depth < 1 || o.depth > 65536)
 				die_usage("-B must be 1..65536");
+			break;
+		case 'H':
+			o.batches = parse_count(optarg, 'H', 1024);
+			batch_opts = 1;
+			break;
+		case 'W':
+			for (o.wait_style = WAIT_POLL; o.wait_style >= 0; o.wait_style--)
+				if (!strcmp(optarg, wait_name[o.wait_style]))
+					break;
+			if (o.wait_style < 0)
+				die_usage("-W must be timed, wait or poll");
+			batch_opts = 1;
 			break;
 		case 't':
 			o.batch_timeout = atof(optarg);
@@ -293,14 +328,9 @@ int main(int argc, char **argv)
 		case 'A':
 			o.shared = 1;
 			break;
-		case 'v': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 1024)
-				die_usage("-v must be 1..1024");
-			o.vec = (unsigned)v;
+		case 'v':
+			o.vec = parse_count(optarg, 'v', 1024);
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -334,6 +364,12 @@ int main(int argc, char **argv)
 		die_usage("-x 2 (CPU_GPU) needs device memory (-m 0 or 1)");
 	if (o.shared && (o.dir || group_mode()))
 		die_usage("-A (one shared buffer) needs -f and a synchronous transfer (-x 0, 1 or 2)");
+	if (batch_opts && o.xfer != X_BATCH)
+		die_usage("-H and -W are for batches (-x 5)");
+	for (int i = 0; i < o.nios; i++)
+		if (o.ios[i] > SIZE_MAX / o.depth / o.batches)
+			die_usage("IO size %zu x -B %u x -H %u does not fit in memory", o.ios[i], o.depth,
+				  o.batches);
 	if (o.vec && o.xfer != X_GPUD)
 		die_usage("-v (cuFileReadv/Writev) needs -x 0");
 	if (o.vec && resolve_vector_io() != 0) {

@@ -32,6 +32,12 @@
 enum xfer { X_GPUD = 0, X_CPU = 1, X_CPU_GPU = 2, X_ASYNC = 3, X_ASYNC_REG = 4, X_BATCH = 5 };
 enum mem { M_DEVICE = 0, M_VMM = 1, M_PINNED = 2, M_MALLOC = 3, M_MMAP = 4 };
 enum iotype { IO_READ = 0, IO_WRITE = 1, IO_RANDREAD = 2, IO_RANDWRITE = 3 };
+/* -W: how a batch's completions are collected (cuFileBatchIOGetStatus). */
+enum wait_style {
+	WAIT_TIMED = 0, /* min_nr = outstanding, 100 ms timeouts until -t */
+	WAIT_BLOCK,	/* min_nr = outstanding, NULL timeout: block until done */
+	WAIT_POLL	/* min_nr 0, zero timeout: ask, never block */
+};
 /* Worker and run status, worst wins (ordered by severity). */
 enum status {
 	ST_OK = 0,
@@ -51,6 +57,7 @@ extern const char *const status_name[];
 extern const char *const xfer_name[];
 extern const char *const mem_name[];
 extern const char *const io_name[];
+extern const char *const wait_name[];
 
 #define MAX_LIST 64
 #define VERIFY_CHUNK ((size_t)64 << 20)
@@ -69,7 +76,9 @@ struct opts {
 	unsigned vec; /* -v: each op is a cuFileReadv/Writev of this many pieces (0: off) */
 	double duration, batch_timeout;
 	unsigned seed;
-	unsigned depth; /* -B: operations per async group / batch */
+	unsigned depth;	  /* -B: operations per async group / batch */
+	unsigned batches; /* -H: batch handles in flight per thread */
+	int wait_style;	  /* -W: enum wait_style */
 	const char *csv, *svg;
 	int driver_open_runs;
 };
@@ -103,6 +112,7 @@ struct hist {
 };
 
 void hist_add(struct hist *h, uint64_t ns);
+void hist_merge(struct hist *to, const struct hist *from);
 double hist_pct_us(const struct hist *h, double p);
 
 /* -------------------------------------------------------- gdsio_buffer.c */
@@ -145,10 +155,11 @@ struct worker {
 	int ctx_held;
 	CUstream stream;
 	int stream_registered;
-	CUfileBatchHandle_t batch;
-	int batch_ok;
+	CUfileBatchHandle_t *batch; /* -x 5: -H handles */
+	unsigned nbatch;	    /* handles set up */
 	uint64_t rng;
-	struct hist *hist;
+	struct hist *hist;  /* per op */
+	struct hist *bhist; /* -x 5: per batch, submit to last completion */
 	uint64_t bytes, ops;
 	double t_end;
 	_Atomic uint64_t progress; /* relaxed: only read for the progress line */
@@ -176,7 +187,7 @@ struct result {
 	size_t io;
 	uint64_t bytes, planned, ops;
 	double secs, cpu_user, cpu_sys;
-	struct hist h;
+	struct hist h, bh; /* per op; per batch (-x 5) */
 	int status;
 	char msg[512];
 };
@@ -196,6 +207,13 @@ static inline int is_random(void)
 static inline int group_mode(void)
 {
 	return o.xfer == X_ASYNC || o.xfer == X_ASYNC_REG || o.xfer == X_BATCH;
+}
+/* A worker's buffer: one IO size per op it may have in flight. */
+static inline size_t worker_buflen(size_t io)
+{
+	if (!group_mode())
+		return io;
+	return io * o.depth * (o.xfer == X_BATCH ? o.batches : 1);
 }
 
 /* The memory type actually used: -x 1 moves bytes between the file and host

@@ -21,6 +21,7 @@ const char *const xfer_name[] = {"GPUD",     "CPUONLY", "CPU_GPU", "GPUD_ASYNC",
 const char *const mem_name[] = {"DEVICE(cuMemAlloc)", "DEVICE(VMM cuMemCreate)", "PINNED(cuMemHostAlloc)",
 				"HOST(malloc)", "HOST(mmap)"};
 const char *const io_name[] = {"READ", "WRITE", "RANDREAD", "RANDWRITE"};
+const char *const wait_name[] = {"timed", "wait", "poll"};
 
 static void human_size(char *buf, size_t len, uint64_t v)
 {
@@ -58,13 +59,21 @@ void print_result(const struct result *r)
 	       r->secs);
 	printf("Extra: GB_per_sec: %.3f p50_usecs: %.3f p99_usecs: %.3f CPU_sec_per_GB: %.4f (user %.3f sys "
 	       "%.3f s) "
-	       "Verify: %s Status: %s\n",
+	       "Verify: %s Status: %s",
 	       gbps(r), hist_pct_us(&r->h, 0.50), hist_pct_us(&r->h, 0.99), cpu, r->cpu_user, r->cpu_sys,
 	       !o.verify		? "off"
 	       : r->status == ST_VERIFY ? "FAIL"
 	       : r->status == ST_OK	? "PASS"
 					: "incomplete",
 	       status_name[r->status]);
+	/* -x 5: each batch from just before its submit to the collection of
+	 * its last completion (the op figures above are per entry). */
+	if (o.xfer == X_BATCH)
+		printf(" batches: %llu batch_avg_usecs: %.3f batch_p50_usecs: %.3f batch_p99_usecs: %.3f",
+		       (unsigned long long)r->bh.count,
+		       r->bh.count ? (double)r->bh.sum_ns / (double)r->bh.count / 1e3 : 0,
+		       hist_pct_us(&r->bh, 0.50), hist_pct_us(&r->bh, 0.99));
+	printf("\n");
 	if (r->status != ST_OK)
 		printf("ERROR: %s\n", r->msg);
 	fflush(stdout);
@@ -253,6 +262,14 @@ void print_banner(void)
 	       o.duration > 0 ? ", timed (-T)" : "");
 	if (o.shared)
 		printf("# ONE buffer of %llu bytes shared by all threads (-A)\n", (unsigned long long)o.size);
+	if (o.xfer == X_BATCH)
+		printf("# %u batch handle(s) per thread of %u entries each, completions collected with "
+		       "cuFileBatchIOGetStatus %s (-W %s)\n",
+		       o.batches, o.depth,
+		       o.wait_style == WAIT_POLL    ? "(min_nr 0, zero timeout)"
+		       : o.wait_style == WAIT_BLOCK ? "(min_nr = outstanding, NULL timeout)"
+						    : "(min_nr = outstanding, 100 ms timeouts up to -t)",
+		       wait_name[o.wait_style]);
 	if (o.vec)
 		printf("# each op is one %s of %u pieces in reverse buffer order (-v)\n",
 		       is_write() ? "cuFileWritev" : "cuFileReadv", o.vec);

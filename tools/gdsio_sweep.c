@@ -72,6 +72,19 @@ static void run_one(size_t io, int nthreads, struct result *res)
 		return;
 	}
 	res->planned = total_ops * io;
+	/* -x 5 with -T goes round each thread's region again and again: the
+	 * entries in flight (-H x -B) must fit in it, or two of them would
+	 * move the same bytes of the file at once. */
+	uint64_t thread_ops = o.dir ? per_file_ops : total_ops / (uint64_t)nthreads;
+	if (o.xfer == X_BATCH && o.duration > 0 && !is_random() &&
+	    thread_ops < (uint64_t)o.depth * o.batches) {
+		res->status = ST_SKIPPED;
+		snprintf(res->msg, sizeof(res->msg),
+			 "data set %llu bytes too small for %u x %u entries of %zu bytes in flight per "
+			 "thread (-H x -B) with -T",
+			 (unsigned long long)o.size, o.batches, o.depth, io);
+		return;
+	}
 	if (o.xfer == X_CPU_GPU && effective_mem() != M_DEVICE && effective_mem() != M_VMM) {
 		res->status = ST_SETUP;
 		snprintf(res->msg, sizeof(res->msg), "-x 2 (CPU_GPU) needs device memory (-m 0 or 1)");
@@ -191,11 +204,10 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	for (int i = 0; i < nthreads; i++) {
 		struct worker *w = &run.w[i];
 		res->bytes += w->bytes, res->ops += w->ops;
-		if (w->hist) {
-			for (int b = 0; b < HIST_N; b++)
-				res->h.n[b] += w->hist->n[b];
-			res->h.count += w->hist->count, res->h.sum_ns += w->hist->sum_ns;
-		}
+		if (w->hist)
+			hist_merge(&res->h, w->hist);
+		if (w->bhist)
+			hist_merge(&res->bh, w->bhist);
 		if (w->status > res->status) {
 			res->status = w->status;
 			snprintf(res->msg, sizeof(res->msg), "thread %d: %.480s", i, w->msg);
@@ -207,6 +219,7 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(run.w[i].th, NULL);
 		free(run.w[i].hist);
+		free(run.w[i].bhist);
 	}
 	pthread_barrier_destroy(&run.ready);
 	pthread_barrier_destroy(&run.go);

@@ -111,6 +111,13 @@ void hist_add(struct hist *h, uint64_t ns)
 	h->sum_ns += ns;
 }
 
+void hist_merge(struct hist *to, const struct hist *from)
+{
+	for (int b = 0; b < HIST_N; b++)
+		to->n[b] += from->n[b];
+	to->count += from->count, to->sum_ns += from->sum_ns;
+}
+
 double hist_pct_us(const struct hist *h, double p)
 {
 	if (!h->count)

@@ -163,13 +163,15 @@ static void worker_setup(struct worker *w)
 {
 	struct run *run = w->run;
 	size_t io = run->io;
-	size_t buflen = group_mode() ? io * o.depth : io;
+	size_t buflen = worker_buflen(io);
 	char eb[160];
 	w->rng = ((uint64_t)o.seed << 32) ^ (0x9E3779B97F4A7C15ull * (uint64_t)(w->id + 1));
 	if (!w->rng)
 		w->rng = 1;
 	w->hist = calloc(1, sizeof(*w->hist));
-	if (!w->hist) {
+	if (o.xfer == X_BATCH)
+		w->bhist = calloc(1, sizeof(*w->bhist));
+	if (!w->hist || (o.xfer == X_BATCH && !w->bhist)) {
 		worker_fail(w, ST_SETUP, "out of memory");
 		return;
 	}
@@ -274,13 +276,21 @@ static void worker_setup(struct worker *w)
 		}
 	}
 	if (o.xfer == X_BATCH) {
-		CUfileError_t e = cuFileBatchIOSetUp(&w->batch, o.depth);
-		if (e.err) {
-			worker_fail(w, ST_UNSUPPORTED, "cuFileBatchIOSetUp(%u): %s", o.depth,
-				    cufile_err(e, eb, sizeof(eb)));
+		w->batch = calloc(o.batches, sizeof(*w->batch));
+		if (!w->batch) {
+			worker_fail(w, ST_SETUP, "out of memory");
 			return;
 		}
-		w->batch_ok = 1;
+		for (; w->nbatch < o.batches; w->nbatch++) {
+			CUfileError_t e = cuFileBatchIOSetUp(&w->batch[w->nbatch], o.depth);
+			if (e.err) {
+				/* The first refused: batches are not supported. */
+				worker_fail(w, w->nbatch ? ST_SETUP : ST_UNSUPPORTED,
+					    "cuFileBatchIOSetUp(%u), handle %u of %u: %s", o.depth,
+					    w->nbatch + 1, o.batches, cufile_err(e, eb, sizeof(eb)));
+				return;
+			}
+		}
 	}
 	/* Writes without -V send the pattern of the first op's offsets (with
 	 * -A: of the worker's whole region). */
@@ -296,8 +306,9 @@ static void worker_teardown(struct worker *w)
 {
 	if (atomic_load(&abandon))
 		return; /* I/O may still be in flight into these buffers */
-	if (w->batch_ok)
-		cuFileBatchIODestroy(w->batch);
+	for (unsigned i = 0; i < w->nbatch; i++)
+		cuFileBatchIODestroy(w->batch[i]);
+	free(w->batch);
 	if (w->stream_registered)
 		cuFileStreamDeregister(w->stream);
 	if (w->stream)
