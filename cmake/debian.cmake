@@ -14,7 +14,9 @@
 #   opencufile-tools  tools: gdsio, gdscheck and their man pages
 #
 # Dependencies on other packages come from dpkg-shlibdeps; the package's
-# own shlibs file is generated.  The files below are installed only in a
+# own shlibs file is generated.  opencufile-tools gets zlib1g that way when
+# gdscheck links zlib (OCF_GDSCHECK_ZLIB, to read /proc/config.gz); naming
+# it here as well would list it twice.  The files below are installed only in a
 # build configured with -DOPENCUFILE_DEB=ON, so a plain `cmake --install`
 # never writes to /etc.
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copies the build dependencies that the GPU machine lacks (json-c headers
 # and library; liburing headers and its static archive, which is linked
-# into libcufile) into .carry/, which git ignores and a device call carries.
+# into libcufile; zlib headers, for gdscheck) into .carry/, which git
+# ignores and a device call carries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .carry/jsonc
@@ -16,5 +17,14 @@ if [ -f /usr/include/liburing.h ] && [ -f /usr/lib/x86_64-linux-gnu/liburing.a ]
   cp -a /usr/lib/x86_64-linux-gnu/liburing.a .carry/liburing/lib/
 else
   echo "carry-deps: liburing-dev not installed: the GPU build will use pread/pwrite only" >&2
+fi
+# zlib's headers and link, for gdscheck's reading of /proc/config.gz.
+rm -rf .carry/zlib
+if [ -f /usr/include/zlib.h ] && [ -e /usr/lib/x86_64-linux-gnu/libz.so ]; then
+  mkdir -p .carry/zlib/include .carry/zlib/lib
+  cp /usr/include/zlib.h /usr/include/zconf.h .carry/zlib/include/
+  cp -a /usr/lib/x86_64-linux-gnu/libz.so* .carry/zlib/lib/
+else
+  echo "carry-deps: zlib1g-dev not installed: the GPU build's gdscheck will not read /proc/config.gz" >&2
 fi
 du -sh .carry

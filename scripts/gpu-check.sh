@@ -5,21 +5,22 @@
 #
 #   scripts/gpu-check.sh            (from the repository root, as root)
 #
-# Steps: (a) machine facts, (b) build ours with the GPU tests, (c) ctest (not
+# Steps: (a) machine facts, (b) build ours with the GPU tests, (b2) gdscheck's
+# direct-path verdict per GPU, (c) ctest (not
 # "large", then "large"), (c2) the hang hunt (scripts/gpu-hang-hunt.sh),
 # (d) ABI probe against NVIDIA's header + identifiers
 # and exports NVIDIA has that we lack, (e) differential table NVIDIA vs ours,
 # (f) torch.cuda.gds round trip and cuda.bindings.cufile smoke with ours
 # preloaded, (g) scripts/gpu-bench.sh if present.  A failing step never stops
 # the run; each records PASS/FAIL/SKIP.  Logs go to $OUT (default ./gpu-out):
-#   summary.txt tests.log abi.txt differential.md clients.log bench.log
+#   summary.txt tests.log gdscheck.txt abi.txt differential.md clients.log bench.log
 #   hunt.log (and hang-stacks.txt after a hang)
 # The summary table is the last thing printed on stdout.
 #
 # Environment knobs: OUT, GPU_CHECK_BUDGET (seconds for the whole run, default
 # 480; every step's timeout is clamped to what is left), NV_LIBDIR, NV_INCDIR,
-# CUDA_HOME, GPU_CHECK_SKIP (space-separated step names to skip: build tests
-# tests-large hunt abi differential torch bindings bench), GPU_CHECK_USE_STALE=1
+# CUDA_HOME, GPU_CHECK_SKIP (space-separated step names to skip: build direct
+# tests tests-large hunt abi differential torch bindings bench), GPU_CHECK_USE_STALE=1
 # (use a library left in build-gpu by an earlier call when this build fails),
 # DIFF_CASE_IDLE (seconds without output before a differential case counts as
 # hung, default 30).
@@ -354,6 +355,11 @@ fi
 if [ -d "$ROOT/.carry/liburing" ]; then
 	JSONC_ARG="$JSONC_ARG -DLIBURING_ROOT=$ROOT/.carry/liburing"
 fi
+# zlib's headers, so gdscheck reads /proc/config.gz (libz.so.1 itself is on
+# every machine).
+if [ -d "$ROOT/.carry/zlib" ]; then
+	JSONC_ARG="$JSONC_ARG -DZLIB_ROOT=$ROOT/.carry/zlib"
+fi
 
 # ============================================================ (b) build
 section "(b) build ours"
@@ -391,6 +397,29 @@ else
 	[ -n "$OURLIB" ] && OURLIB=$(readlink -f "$OURLIB")
 fi
 export OPENCUFILE_LIB="$OURLIB"
+
+# ============================================================ (b2) direct path
+# gdscheck's report ends with one verdict per GPU on the direct path
+# (docs/direct-path.md): the route storage could DMA into the GPU by, or the
+# first missing prerequisite.  PASS: it ran and gave a verdict for every GPU.
+section "(b2) direct-path verdict (gdscheck)"
+if ! skipped direct; then
+	if [ ! -x "$BUILD/tools/gdscheck" ]; then
+		record direct FAIL "no gdscheck in build-gpu"
+	else
+		timeout -k 5 "$(tmo 60)" "$BUILD/tools/gdscheck" >"$OUT/gdscheck.txt" 2>&1
+		rc=$?
+		sed -n '/^Direct path/,$p' "$OUT/gdscheck.txt"
+		ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+		nverdict=$(grep -cE '^GPU [0-9]+: (no direct route|direct route possible)' "$OUT/gdscheck.txt")
+		first=$(grep -E '^GPU 0: ' "$OUT/gdscheck.txt" | tail -1)
+		if [ "$rc" = 0 ] && [ "$nverdict" -gt 0 ] && [ "$nverdict" = "$ngpu" ]; then
+			record direct PASS "$first"
+		else
+			record direct FAIL "rc=$rc, $nverdict verdicts for $ngpu GPUs (gdscheck.txt)"
+		fi
+	fi
+fi
 
 # ============================================================ (c) tests
 # ctest_step NAME LABEL-ARGS WANT-SECONDS

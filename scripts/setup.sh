@@ -13,6 +13,8 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 dpkg -s libjson-c-dev >/dev/null 2>&1 || need+=(libjson-c-dev)
 # io_uring; the build falls back to pread/pwrite without it.
 dpkg -s liburing-dev >/dev/null 2>&1 || need+=(liburing-dev)
+# gdscheck reads /proc/config.gz with it; the build leaves it out without.
+dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 # scripts/test.sh runs the unit tests under valgrind too.
 command -v valgrind >/dev/null || need+=(valgrind)
 # ... and replays the libFuzzer corpora, which need clang.

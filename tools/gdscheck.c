@@ -8,7 +8,10 @@
  *                      and every effective setting with its source, GPUs
  *                      (BAR1 size, usable or not), mounted file systems
  *                      (type, O_DIRECT tested), io_uring, nvidia-fs, PCI
- *                      P2PDMA, and the data path reads will take.
+ *                      P2PDMA, the data path reads will take, and last one
+ *                      verdict per GPU on the direct path (direct_route.c):
+ *                      which route could DMA from storage into it, or the
+ *                      first missing prerequisite.
  *   gdscheck -k        lists every configuration key as a Markdown table.
  *   gdscheck -s FILE   prints a statistics snapshot written by a process
  *                      running with OPENCUFILE_STATS_FILE=FILE (see
@@ -23,6 +26,10 @@
  * by writing and reading 4 KiB of an unnamed O_TMPFILE file on each
  * writable mount (a named file, unlinked at once, where O_TMPFILE is not
  * supported): the answer is what the kernel does, not what a table says.
+ * The kernel configuration is read from /boot/config-$(uname -r) or
+ * /proc/config.gz (zlib, when built with it).  OPENCUFILE_GDSCHECK_ROOT
+ * (tests only) puts /sys, /proc/driver, /proc/config.gz, /proc/kallsyms and
+ * /boot under a fake root; mounts, io_uring and the CUDA driver stay real.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -42,6 +49,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "direct_route.h"
 #include "log.h"
 #include "stats.h"
 #include "which_libcufile.h"
@@ -64,6 +72,9 @@ struct cu {
 
 static int gpu_count = -1; /* -1: no usable driver */
 static int usable_gpus;
+#define MAX_GPUS 64
+static struct dr_gpu gpus[MAX_GPUS]; /* the first gpu_count (at most MAX_GPUS) */
+static struct dr_mounts rdma_mounts;
 
 static void check_gpus(void)
 {
@@ -121,6 +132,17 @@ static void check_gpus(void)
 								     : "yes";
 		if (why[0] == 'y')
 			usable_gpus++;
+		if (i < MAX_GPUS) {
+			struct dr_gpu *g = &gpus[i];
+			snprintf(g->bus, sizeof(g->bus), "%s", bus);
+			for (char *c = g->bus; *c; c++)
+				if (*c >= 'A' && *c <= 'F')
+					*c = (char)(*c - 'A' + 'a');
+			g->unusable = why[0] == 'y' ? NULL : why + 4;
+			g->rdma = g->dmabuf = -1;
+			cu.DeviceGetAttribute(&g->rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, d);
+			cu.DeviceGetAttribute(&g->dmabuf, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, d);
+		}
 		printf("  GPU %d: %s, PCI %s, %s, usable: %s\n", i, name, bus, barbuf, why);
 	}
 }
@@ -226,6 +248,7 @@ static void check_mounts(bool all)
 			continue;
 		char *mnt = fields[4], *opts = fields[5], *type = fields[dash + 1], *src = fields[dash + 2];
 		unescape(mnt);
+		dr_note_mount(&rdma_mounts, type, mnt, dash + 3 < n ? fields[dash + 3] : NULL);
 		if (!all && is_pseudo(type)) {
 			hidden++;
 			continue;
@@ -248,11 +271,12 @@ static void check_mounts(bool all)
 
 static bool exists(const char *p)
 {
+	char b[4200];
 	struct stat st;
-	return stat(p, &st) == 0;
+	return stat(dr_path(p, b, sizeof(b)), &st) == 0;
 }
 
-static void check_kernel(bool *nvfs, bool *p2p)
+static void check_kernel(const struct dr_kconfig *kcfg, bool *nvfs, bool *p2p)
 {
 	struct utsname u;
 	uname(&u);
@@ -274,7 +298,8 @@ static void check_kernel(bool *nvfs, bool *p2p)
 					  : "not loaded (no /proc/driver/nvidia-fs)");
 
 	int providers = 0;
-	DIR *d = opendir("/sys/bus/pci/devices");
+	char droot[4200];
+	DIR *d = opendir(dr_path("/sys/bus/pci/devices", droot, sizeof(droot)));
 	if (d) {
 		struct dirent *e;
 		while ((e = readdir(d)) != NULL) {
@@ -285,20 +310,10 @@ static void check_kernel(bool *nvfs, bool *p2p)
 		}
 		closedir(d);
 	}
-	char cfgpath[300];
-	snprintf(cfgpath, sizeof(cfgpath), "/boot/config-%s", u.release);
-	const char *kcfg = "unknown (no kernel config file)";
-	FILE *k = fopen(cfgpath, "re");
-	if (k) {
-		char line[256];
-		kcfg = "not built in (CONFIG_PCI_P2PDMA unset)";
-		while (fgets(line, sizeof(line), k))
-			if (strncmp(line, "CONFIG_PCI_P2PDMA=y", 19) == 0)
-				kcfg = "built in (CONFIG_PCI_P2PDMA=y)";
-		fclose(k);
-	}
+	char ktext[800];
+	dr_kconfig_p2pdma_text(kcfg, ktext, sizeof(ktext));
 	*p2p = providers > 0;
-	printf("  PCI P2PDMA: kernel %s, %d device%s publishing p2pmem; opencufile does not use it\n", kcfg,
+	printf("  PCI P2PDMA: kernel %s, %d device%s publishing p2pmem; opencufile does not use it\n", ktext,
 	       providers, providers == 1 ? "" : "s");
 	printf("  cuFileDriverSetP2PFlags: no flag can take effect here (setting one returns "
 	       "CU_FILE_PLATFORM_NOT_SUPPORTED; every type reads back 0)\n");
@@ -502,7 +517,10 @@ int main(int argc, char **argv)
 	check_gpus();
 	check_mounts(all);
 	bool nvfs = false, p2p = false;
-	check_kernel(&nvfs, &p2p);
+	struct dr_kconfig kcfg;
+	dr_kconfig_load(&kcfg);
+	check_kernel(&kcfg, &nvfs, &p2p);
 	data_path_line(nvfs, p2p);
+	dr_report(&kcfg, &rdma_mounts, gpus, gpu_count > MAX_GPUS ? MAX_GPUS : gpu_count);
 	return 0;
 }
