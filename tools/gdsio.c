@@ -206,6 +206,8 @@ static void usage(FILE *f)
 		   "  -G FILE   write an SVG chart (GB/s vs IO size, one line per thread count)\n"
 		   "  -Z        only create/extend the test file(s) with the pattern, then exit\n"
 		   "  -L N      measure cuFileDriverOpen N times (min/median)\n"
+		   "  -P        print opencufile's CPU profile per thread role at the end\n"
+		   "            (sets OPENCUFILE_PROFILE=1; NVIDIA's library ignores it)\n"
 		   "  -h        this help\n"
 		   "\n"
 		   "Files missing or shorter than needed are written with the pattern\n"
@@ -227,7 +229,7 @@ int main(int argc, char **argv)
 	int opt, batch_opts = 0;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:Av:h")) != -1) {
+	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:h")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -327,6 +329,11 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			o.shared = 1;
+			break;
+		case 'P':
+			/* Read by the library at cuFileDriverOpen, which comes
+			 * later; it prints the profile at cuFileDriverClose. */
+			setenv("OPENCUFILE_PROFILE", "1", 1);
 			break;
 		case 'v':
 			o.vec = parse_count(optarg, 'v', 1024);
