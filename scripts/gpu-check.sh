@@ -64,8 +64,6 @@ rm -rf "$SCR"
 mkdir -p "$SCR/tools"
 
 OURLIB=""
-UDEV_CREATED_FILES=()
-UDEV_DIR_CREATED=0
 S_NAME=() ; S_RES=() ; S_FIG=()
 
 # ------------------------------------------------------------------ helpers
@@ -96,15 +94,8 @@ skipped() { # step -> true if the user asked to skip it
 
 section() { printf '\n===== %s  [t=%ss]\n' "$*" "$(elapsed)"; }
 
-udev_cleanup() {
-	local f
-	for f in "${UDEV_CREATED_FILES[@]}"; do rm -f "$f"; done
-	UDEV_CREATED_FILES=()
-	if ((UDEV_DIR_CREATED)); then
-		rm -rf /run/udev
-		UDEV_DIR_CREATED=0
-	fi
-}
+# udev_setup DIR / udev_cleanup: the udev data NVIDIA's library needs.
+. "$ROOT/scripts/udev-shim.sh"
 
 final_cleanup() {
 	udev_cleanup
@@ -554,38 +545,6 @@ if ! skipped abi; then
 fi
 
 # ============================================================ (e) differential
-# Block device numbers NVIDIA's library may look up for the test directory.
-udev_candidates() {
-	local dir=$1 dev src pk
-	{
-		dev=$(stat -c '%d' "$dir" 2>/dev/null)
-		if [ -n "$dev" ]; then
-			echo "$(((dev >> 8) & 0xfff | ((dev >> 32) & ~0xfff))):$(((dev & 0xff) | ((dev >> 12) & ~0xff)))"
-		fi
-		findmnt -n -o MAJ:MIN --target "$dir" 2>/dev/null
-		src=$(findmnt -n -o SOURCE --target "$dir" 2>/dev/null)
-		if [ -n "$src" ] && [ -b "$src" ]; then
-			lsblk -dno MAJ:MIN "$src" 2>/dev/null
-			pk=$(lsblk -dno PKNAME "$src" 2>/dev/null | tr -d ' ')
-			[ -n "$pk" ] && lsblk -dno MAJ:MIN "/dev/$pk" 2>/dev/null
-		fi
-		echo "254:0"
-	} | tr -d ' ' | grep -E '^[0-9]+:[0-9]+$' | awk '!seen[$0]++'
-}
-
-udev_setup() {
-	local mm f
-	if [ ! -e /run/udev ]; then UDEV_DIR_CREATED=1; fi
-	mkdir -p /run/udev/data || return 1
-	for mm in $(udev_candidates "$1"); do
-		f=/run/udev/data/b$mm
-		if [ ! -e "$f" ]; then
-			printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' >"$f" && UDEV_CREATED_FILES+=("$f")
-		fi
-	done
-	echo "udev workaround files: ${UDEV_CREATED_FILES[*]:-none created} (dir created by us: $UDEV_DIR_CREATED)"
-}
-
 section "(e) differential NVIDIA vs ours"
 if ! skipped differential; then
 	DDIR=$SCR/diff

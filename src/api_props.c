@@ -3,10 +3,12 @@
  * api_props.c - driver properties, their setters and the GPU BAR size.
  *
  * The properties are views of the configuration (config.h): the setters
- * check the value against the key's range in the configuration table
- * (CU_FILE_DRIVER_UNSUPPORTED_LIMIT outside it), change the live value at
- * once when the driver is open, and also record it as a setter value, so
- * the parameter getters report it and a reopen keeps it.  While the driver
+ * refuse what the configuration's refusal table refuses for the key
+ * (CU_FILE_DRIVER_UNSUPPORTED_LIMIT; by default nothing: a value outside
+ * the key's range is kept as set and the library works with the nearest
+ * one, config_effective_size), change the live value at once when the
+ * driver is open, and also record it as a setter value, so the parameter
+ * getters report it and a reopen keeps it.  While the driver
  * is closed they only stage the value, like cuFileSetParameter*.  All of it
  * runs under the driver's state lock, so a setter and
  * cuFileDriverGetProperties never see each other half done.
@@ -65,12 +67,6 @@ struct prop_set {
 	bool bool_value;
 };
 
-static int in_range(enum ocf_cfg_key k, size_t v)
-{
-	const struct ocf_cfg_key_info *ki = config_key_info(k);
-	return v >= ki->min && v <= ki->max;
-}
-
 static int set_locked(bool is_open, void *arg)
 {
 	const struct prop_set *p = arg;
@@ -88,10 +84,9 @@ static int set_locked(bool is_open, void *arg)
 
 static CUfileError_t set_prop(const char *fn, struct prop_set *p)
 {
-	if (!in_range(p->key, p->value)) {
-		const struct ocf_cfg_key_info *ki = config_key_info(p->key);
-		log_error("%s(%zu): outside [%llu, %llu] KiB", fn, p->value, (unsigned long long)ki->min,
-			  (unsigned long long)ki->max);
+	char why[200];
+	if (config_check_size(p->key, p->value, why, sizeof(why))) {
+		log_error("%s(%zu): %s", fn, p->value, why);
 		return api_status(OCF_ERR(CU_FILE_DRIVER_UNSUPPORTED_LIMIT));
 	}
 	int r = driver_with_state_locked(set_locked, p);

@@ -126,8 +126,8 @@ static int wanted_threads(void)
 	long n = ocf_online_cpus();
 	n = OCF_MAX(n, 4);
 	n = OCF_MIN(n, 16);
-	if (ocf_cfg.max_io_queue_depth && n > (long)ocf_cfg.max_io_queue_depth)
-		n = (long)ocf_cfg.max_io_queue_depth;
+	if (n > (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH))
+		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH);
 	const char *env = ocf_getenv("OPENCUFILE_ASYNC_THREADS");
 	if (env && *env)
 		n = strtol(env, NULL, 10);

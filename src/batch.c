@@ -314,7 +314,7 @@ static void release_holds(unsigned n)
 
 int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 {
-	if (!out || nr == 0 || nr > ocf_cfg.io_batchsize)
+	if (!out || nr == 0 || nr > OCF_EFF(OCF_K_IO_BATCHSIZE))
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 	struct batch *b = calloc(1, sizeof(*b) + nr * sizeof(b->e[0]));
 	if (!b)

@@ -10,6 +10,15 @@
  * completely, so a wrong value leaves the key at what it was (its default),
  * never at something half-parsed.
  *
+ * What "wrong" means is decided in one place, the refusal table below: a
+ * value of the right type is refused only where a key's row there says so.
+ * Everything else is stored as given and read back as given; the library
+ * works with the effective value (config_effective_size, the staging
+ * budget, the log level), and config_note_effective says where the two
+ * differ.  The parameter setters, the property setters, the file and the
+ * environment all go through config_set_size / config_set_size_array /
+ * apply_json, so they refuse the same things.
+ *
  * Parsing is json-c's tokener, which accepts the // and / * * / comments of
  * NVIDIA's files.  json-c does not report where a value came from, so error
  * messages find the line of a key by scanning the text for the key names of
@@ -239,6 +248,21 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 					   "read the rest with O_DIRECT (false: every read goes direct)"},
 };
 
+/* What each key refuses of a value of its own type (OCF_REFUSE_* bits);
+ * a key without a row refuses nothing of its type.  NVIDIA's setters are
+ * taken to accept every size_t, bool and string value and to read it back
+ * as set: to be confirmed by tests/gpu/differential.c (param_values, run
+ * with scripts/param-diff.sh).  Where NVIDIA's setter refuses something,
+ * say it here, one line per key; the file and the environment then refuse
+ * it too.  The two policy names below have no setter and keep to their
+ * choices in the file, as before. */
+static const unsigned char refuses[OCF_K_COUNT] = {
+	[OCF_K_IO_PRIORITY] = OCF_REFUSE_NOT_A_CHOICE,
+	[OCF_K_RDMA_LOAD_BALANCING_POLICY] = OCF_REFUSE_NOT_A_CHOICE,
+};
+
+unsigned config_key_refuses(enum ocf_cfg_key k) { return (unsigned)k < OCF_K_COUNT ? refuses[k] : 0; }
+
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k)
 {
 	if ((unsigned)k >= OCF_K_COUNT)
@@ -273,11 +297,105 @@ static void diag(struct ocf_cfg_diags *d, int level, const char *fmt, ...)
 
 /* ------------------------------------------------------------ values */
 
+/* Whether s is one of the key's choices (case-insensitive). */
+static bool is_choice(const struct ocf_cfg_key_info *ki, const char *s)
+{
+	for (const char *const *c = ki->choices; c && *c; c++)
+		if (strcasecmp(s, *c) == 0)
+			return true;
+	return false;
+}
+
+/* Checks one size (or array element) of key k against the refusal table;
+ * `what` prefixes the reason ("element 2: "). */
+static int check_size(enum ocf_cfg_key k, uint64_t x, const char *what, char *why, size_t wlen)
+{
+	const struct ocf_cfg_key_info *ki = &keys[k];
+	if (((refuses[k] & OCF_REFUSE_BELOW_MIN) && x < ki->min) || ((refuses[k] & OCF_REFUSE_ABOVE_MAX) && x > ki->max)) {
+		snprintf(why, wlen, "%s%" PRIu64 " is out of range [%" PRIu64 ", %" PRIu64 "]", what, x, ki->min,
+			 ki->max);
+		return -1;
+	}
+	return 0;
+}
+
+int config_check_size(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen)
+{
+	if ((unsigned)k >= OCF_K_COUNT || keys[k].type != OCF_CFG_SIZE || v > SIZE_MAX) {
+		snprintf(why, wlen, "not a size key");
+		return -1;
+	}
+	return check_size(k, v, "", why, wlen);
+}
+
+int config_set_size(struct ocf_config *cfg, enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen)
+{
+	if (config_check_size(k, v, why, wlen))
+		return -1;
+	*(size_t *)field(cfg, &keys[k]) = (size_t)v;
+	return 0;
+}
+
+int config_set_size_array(struct ocf_config *cfg, enum ocf_cfg_key k, const size_t *v, size_t n, char *why,
+			  size_t wlen)
+{
+	if ((unsigned)k >= OCF_K_COUNT || keys[k].type != OCF_CFG_SIZE_ARRAY) {
+		snprintf(why, wlen, "not an array key");
+		return -1;
+	}
+	if (n < 1 || n > OCF_CFG_ARRAY_MAX) {
+		snprintf(why, wlen, "array must hold 1 to %d integers, found %zu", OCF_CFG_ARRAY_MAX, n);
+		return -1;
+	}
+	struct ocf_size_array a = {.n = n};
+	for (size_t i = 0; i < n; i++) {
+		char what[32];
+		snprintf(what, sizeof(what), "element %zu: ", i);
+		if (check_size(k, v[i], what, why, wlen))
+			return -1;
+		if ((refuses[k] & OCF_REFUSE_UNALIGNED) && v[i] % 4) {
+			snprintf(why, wlen, "element %zu: %zu is not a multiple of 4 KiB", i, v[i]);
+			return -1;
+		}
+		if ((refuses[k] & OCF_REFUSE_NOT_INCREASING) && i && v[i] <= v[i - 1]) {
+			snprintf(why, wlen, "element %zu: %zu does not increase on %zu", i, v[i], v[i - 1]);
+			return -1;
+		}
+		a.v[i] = v[i];
+	}
+	*(struct ocf_size_array *)field(cfg, &keys[k]) = a;
+	return 0;
+}
+
+/* A JSON integer as a size: -1 is "unlimited" (SIZE_MAX) for keys whose
+ * range ends at UINT64_MAX; any other negative number is not a size. */
+static int json_size(const struct ocf_cfg_key_info *ki, struct json_object *v, uint64_t *out, const char *what,
+		     char *why, size_t wlen)
+{
+	enum json_type t = json_object_get_type(v);
+	if (t != json_type_int) {
+		snprintf(why, wlen, "%sexpected an integer, found %s", what, json_type_to_name(t));
+		return -1;
+	}
+	int64_t x = json_object_get_int64(v);
+	if (x == -1 && ki->max == UINT64_MAX) {
+		*out = SIZE_MAX;
+		return 0;
+	}
+	if (x < 0) {
+		snprintf(why, wlen, "%s%" PRId64 " is negative, not a size", what, x);
+		return -1;
+	}
+	*out = json_object_get_uint64(v); /* exact above INT64_MAX too */
+	return 0;
+}
+
 /* Validates v for key ki and, only when all of it is valid, stores it.
  * Returns 0, or -1 with a reason in why. */
 static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki, struct json_object *v, char *why,
 		      size_t wlen)
 {
+	enum ocf_cfg_key k = (enum ocf_cfg_key)(ki - keys);
 	enum json_type t = json_object_get_type(v);
 	switch (ki->type) {
 	case OCF_CFG_BOOL:
@@ -288,23 +406,10 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 		*(bool *)field(cfg, ki) = json_object_get_boolean(v);
 		return 0;
 	case OCF_CFG_SIZE: {
-		if (t != json_type_int) {
-			snprintf(why, wlen, "expected an integer, found %s", json_type_to_name(t));
+		uint64_t x;
+		if (json_size(ki, v, &x, "", why, wlen))
 			return -1;
-		}
-		int64_t x = json_object_get_int64(v);
-		/* A key whose range ends at UINT64_MAX takes -1 for "unlimited". */
-		if (x == -1 && ki->max == UINT64_MAX) {
-			*(size_t *)field(cfg, ki) = SIZE_MAX;
-			return 0;
-		}
-		if (x < 0 || (uint64_t)x < ki->min || (uint64_t)x > ki->max) {
-			snprintf(why, wlen, "%s is out of range [%" PRIu64 ", %" PRIu64 "]",
-				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), ki->min, ki->max);
-			return -1;
-		}
-		*(size_t *)field(cfg, ki) = (size_t)x;
-		return 0;
+		return config_set_size(cfg, k, x, why, wlen);
 	}
 	case OCF_CFG_STRING: {
 		if (t != json_type_string) {
@@ -317,19 +422,13 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 			snprintf(why, wlen, "string is too long (at most %zu bytes) or holds a NUL", ki->size - 1);
 			return -1;
 		}
-		if (ki->choices) {
-			for (const char *const *c = ki->choices; *c; c++) {
-				if (strcasecmp(s, *c) == 0) {
-					snprintf(field(cfg, ki), ki->size, "%s", *c);
-					return 0;
-				}
-			}
+		if (ki->choices && (refuses[k] & OCF_REFUSE_NOT_A_CHOICE) && !is_choice(ki, s)) {
 			int o = snprintf(why, wlen, "\"%.40s\" is not one of", s);
 			for (const char *const *c = ki->choices; *c && o > 0 && (size_t)o < wlen; c++)
 				o += snprintf(why + o, wlen - (size_t)o, " %s", *c);
 			return -1;
 		}
-		memcpy(field(cfg, ki), s, n + 1);
+		memcpy(field(cfg, ki), s, n + 1); /* as given: read back unchanged */
 		return 0;
 	}
 	case OCF_CFG_SIZE_ARRAY: {
@@ -342,20 +441,16 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 			snprintf(why, wlen, "array must hold 1 to %d integers, found %zu", OCF_CFG_ARRAY_MAX, n);
 			return -1;
 		}
-		struct ocf_size_array a = {.n = n};
+		size_t a[OCF_CFG_ARRAY_MAX];
 		for (size_t i = 0; i < n; i++) {
-			struct json_object *e = json_object_array_get_idx(v, i);
-			int64_t x = json_object_get_int64(e);
-			if (json_object_get_type(e) != json_type_int || x < 0 || (uint64_t)x < ki->min ||
-			    (uint64_t)x > ki->max) {
-				snprintf(why, wlen, "element %zu must be an integer in [%" PRIu64 ", %" PRIu64 "]", i,
-					 ki->min, ki->max);
+			char what[32];
+			uint64_t x;
+			snprintf(what, sizeof(what), "element %zu: ", i);
+			if (json_size(ki, json_object_array_get_idx(v, i), &x, what, why, wlen))
 				return -1;
-			}
-			a.v[i] = (size_t)x;
+			a[i] = (size_t)x;
 		}
-		*(struct ocf_size_array *)field(cfg, ki) = a;
-		return 0;
+		return config_set_size_array(cfg, k, a, n, why, wlen);
 	}
 	case OCF_CFG_STRING_ARRAY:
 	case OCF_CFG_OBJECT: {
@@ -404,7 +499,6 @@ void config_load_defaults(struct ocf_config *cfg)
 		cfg->source[k] = OCF_SRC_DEFAULT;
 	}
 	cfg->staging_chunk_kb = 2048;
-	cfg->staging_budget_kb = 1024 * 1024;
 	cfg->io_threads = 0; /* 0: one per online CPU, at most 16 */
 	cfg->min_chunk_kb = 1024;
 }
@@ -553,26 +647,18 @@ static void walk(struct parse_ctx *c, struct json_object *obj, const char *prefi
 	}
 }
 
-const char *config_slab_pair_error(const struct ocf_size_array *sizes, const struct ocf_size_array *counts,
-				   bool gpu)
+const char *config_slab_pair_error(const struct ocf_size_array *sizes, const struct ocf_size_array *counts)
 {
-	if (sizes->n != counts->n)
-		return "the size and count arrays differ in length";
-	/* The GPU bounce-buffer pools: sizes 4 KiB aligned and strictly
-	 * increasing (one pool per size). */
-	for (size_t i = 0; gpu && i < sizes->n; i++)
-		if (sizes->v[i] % 4 || (i && sizes->v[i] <= sizes->v[i - 1]))
-			return "sizes must be multiples of 4 KiB in strictly increasing order";
-	return NULL;
+	return sizes->n != counts->n ? "the size and count arrays differ in length" : NULL;
 }
 
 /* Cross-key rule: the two slab arrays of a pair describe one pool; a pair
  * that does not falls back to the defaults of both. */
 static void slab_pair_check(struct ocf_config *cfg, const char *text, size_t len, const char *name,
-			    struct ocf_cfg_diags *diags, enum ocf_cfg_key ks, enum ocf_cfg_key kc, bool gpu)
+			    struct ocf_cfg_diags *diags, enum ocf_cfg_key ks, enum ocf_cfg_key kc)
 {
 	struct ocf_size_array *sz = field(cfg, &keys[ks]), *cnt = field(cfg, &keys[kc]);
-	const char *why = config_slab_pair_error(sz, cnt, gpu);
+	const char *why = config_slab_pair_error(sz, cnt);
 	if (!why)
 		return;
 	struct ocf_config d;
@@ -623,8 +709,8 @@ int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, cons
 	walk(&c, root, "");
 	json_object_put(root);
 
-	slab_pair_check(cfg, text, len, name, diags, OCF_K_POSIX_POOL_SLAB_SIZE_KB, OCF_K_POSIX_POOL_SLAB_COUNT, false);
-	slab_pair_check(cfg, text, len, name, diags, OCF_K_GPU_BOUNCE_SLAB_SIZE_KB, OCF_K_GPU_BOUNCE_SLAB_COUNT, true);
+	slab_pair_check(cfg, text, len, name, diags, OCF_K_POSIX_POOL_SLAB_SIZE_KB, OCF_K_POSIX_POOL_SLAB_COUNT);
+	slab_pair_check(cfg, text, len, name, diags, OCF_K_GPU_BOUNCE_SLAB_SIZE_KB, OCF_K_GPU_BOUNCE_SLAB_COUNT);
 	return 0;
 }
 
@@ -727,6 +813,11 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 				*(bool *)field(cfg, ki) = b;
 			else
 				snprintf(why, sizeof(why), "expected true/false/1/0");
+		} else if (ki->type == OCF_CFG_STRING && ki->choices && !is_choice(ki, s) &&
+			   !(k == OCF_K_LOGGING_LEVEL && log_level_from_name(s) >= 0)) {
+			/* A variable set by hand: a typo leaves the file's value
+			 * in force, with an ERROR, rather than an unknown word. */
+			snprintf(why, sizeof(why), "not one of the values the key takes");
 		} else if (ki->type == OCF_CFG_STRING) {
 			struct json_object *v = json_object_new_string(s);
 			ok = v ? apply_json(cfg, ki, v, why, sizeof(why)) : -1;
@@ -735,16 +826,12 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 			char *end;
 			errno = 0;
 			unsigned long long x = strtoull(s, &end, 0);
-			if (strcmp(s, "-1") == 0 && ki->max == UINT64_MAX) {
-				*(size_t *)field(cfg, ki) = SIZE_MAX; /* unlimited, as in the file */
-				ok = 0;
-			} else if (errno == 0 && *end == '\0' && s[0] != '-' && x >= ki->min && x <= ki->max) {
-				*(size_t *)field(cfg, ki) = (size_t)x;
-				ok = 0;
-			} else {
-				snprintf(why, sizeof(why), "expected an integer in [%" PRIu64 ", %" PRIu64 "]", ki->min,
-					 ki->max);
-			}
+			if (strcmp(s, "-1") == 0 && ki->max == UINT64_MAX)
+				ok = config_set_size(cfg, (enum ocf_cfg_key)k, SIZE_MAX, why, sizeof(why));
+			else if (errno == 0 && *end == '\0' && s[0] != '-')
+				ok = config_set_size(cfg, (enum ocf_cfg_key)k, x, why, sizeof(why));
+			else
+				snprintf(why, sizeof(why), "expected a non-negative integer");
 		}
 		if (ok == 0)
 			cfg->source[k] = OCF_SRC_ENV;
@@ -841,18 +928,118 @@ const char *config_source_name(enum ocf_cfg_source s)
 	return "?";
 }
 
+/* ------------------------------------------------------- effective values */
+
+size_t config_effective_size(const struct ocf_config *cfg, enum ocf_cfg_key k)
+{
+	const struct ocf_cfg_key_info *ki = &keys[k];
+	if (ki->type != OCF_CFG_SIZE)
+		return 0;
+	/* A single aligned word: the property setters change it while the
+	 * driver is open (config_live_set_size). */
+	size_t v = __atomic_load_n((const size_t *)cfield(cfg, ki), __ATOMIC_RELAXED);
+	if (ki->max == UINT64_MAX)
+		return v;
+	return v < ki->min ? (size_t)ki->min : v > ki->max ? (size_t)ki->max : v;
+}
+
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* What the slab arrays in use describe, uncapped (bytes, saturating), and
+ * their largest slab of a count > 0 (bytes).  *gpu: the GPU bounce-buffer
+ * arrays are the ones in use. */
+static size_t slab_bytes(const struct ocf_config *cfg, size_t *largest, bool *gpu)
+{
+	*gpu = cfg->source[OCF_K_GPU_BOUNCE_SLAB_SIZE_KB] != OCF_SRC_DEFAULT ||
+	       cfg->source[OCF_K_GPU_BOUNCE_SLAB_COUNT] != OCF_SRC_DEFAULT;
+	const struct ocf_size_array *sz = *gpu ? &cfg->gpu_bounce_slab_size_kb : &cfg->posix_pool_slab_size_kb;
+	const struct ocf_size_array *cnt = *gpu ? &cfg->gpu_bounce_slab_count : &cfg->posix_pool_slab_count;
+	size_t budget = 0;
+	*largest = 0;
+	for (size_t i = 0; i < sz->n && i < cnt->n; i++) {
+		size_t bytes = sat_mul(sz->v[i], 1024);
+		budget = sat_add(budget, sat_mul(bytes, cnt->v[i]));
+		if (cnt->v[i])
+			*largest = OCF_MAX(*largest, bytes);
+	}
+	return budget;
+}
+
+#define STAGING_CAP_FLOOR ((size_t)2 << 30)
+
+size_t config_staging_budget_cap(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	size_t quarter = pages > 0 && psz > 0 ? sat_mul((size_t)pages, (size_t)psz) / 4 : 0;
+	return OCF_MAX(quarter, STAGING_CAP_FLOOR);
+}
+
 size_t config_staging_budget(const struct ocf_config *cfg, size_t *max_chunk)
 {
-	bool gpu = cfg->source[OCF_K_GPU_BOUNCE_SLAB_SIZE_KB] != OCF_SRC_DEFAULT ||
-		   cfg->source[OCF_K_GPU_BOUNCE_SLAB_COUNT] != OCF_SRC_DEFAULT;
-	const struct ocf_size_array *sz = gpu ? &cfg->gpu_bounce_slab_size_kb : &cfg->posix_pool_slab_size_kb;
-	const struct ocf_size_array *cnt = gpu ? &cfg->gpu_bounce_slab_count : &cfg->posix_pool_slab_count;
-	size_t budget = 0, largest = 0;
-	for (size_t i = 0; i < sz->n && i < cnt->n; i++) {
-		budget += sz->v[i] * cnt->v[i] * 1024;
-		largest = OCF_MAX(largest, sz->v[i] * 1024);
-	}
+	size_t largest;
+	bool gpu;
+	size_t budget = slab_bytes(cfg, &largest, &gpu);
 	if (max_chunk)
 		*max_chunk = gpu ? largest : 0;
-	return budget ? budget : cfg->staging_budget_kb * 1024;
+	return OCF_MIN(budget, config_staging_budget_cap());
+}
+
+/* The choice a string key's default names, without its quotes. */
+static void default_choice(const struct ocf_cfg_key_info *ki, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", ki->def[0] == '"' ? ki->def + 1 : ki->def);
+	buf[strcspn(buf, "\"")] = '\0';
+}
+
+bool config_effective_note(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	if (!ki)
+		return false;
+	if (ki->type == OCF_CFG_SIZE) {
+		size_t v = *(const size_t *)cfield(cfg, ki), e = config_effective_size(cfg, k);
+		if (v == e)
+			return false;
+		snprintf(buf, len, "%s = %zu is outside [%" PRIu64 ", %" PRIu64 "]: kept and read back as set; "
+			 "the library works with %zu", ki->path, v, ki->min, ki->max, e);
+		return true;
+	}
+	if (ki->type == OCF_CFG_STRING && ki->choices) {
+		const char *v = cfield(cfg, ki);
+		if (is_choice(ki, v) || (k == OCF_K_LOGGING_LEVEL && log_level_from_name(v) >= 0))
+			return false;
+		char def[32];
+		default_choice(ki, def, sizeof(def));
+		int o = snprintf(buf, len, "%s = \"%.60s\" is not one of", ki->path, v);
+		for (const char *const *c = ki->choices; *c && o > 0 && (size_t)o < len; c++)
+			o += snprintf(buf + o, len - (size_t)o, " %s", *c);
+		if (o > 0 && (size_t)o < len)
+			snprintf(buf + o, len - (size_t)o, ": kept and read back as set; the library uses %s", def);
+		return true;
+	}
+	return false;
+}
+
+void config_note_effective(const struct ocf_config *cfg, struct ocf_cfg_diags *diags)
+{
+	char msg[sizeof(diags->d[0].msg)];
+	for (int k = 0; k < OCF_K_COUNT; k++)
+		if (config_effective_note(cfg, (enum ocf_cfg_key)k, msg, sizeof(msg)))
+			/* An unknown log level leaves ERROR in force: a WARN
+			 * line about it would never be written. */
+			diag(diags, k == OCF_K_LOGGING_LEVEL ? OCF_LOG_ERROR : OCF_LOG_WARN, "%s", msg);
+	size_t largest;
+	bool gpu;
+	size_t bytes = slab_bytes(cfg, &largest, &gpu), cap = config_staging_budget_cap();
+	const char *which = gpu ? "properties.gpu_bounce_buffer_slab_config" : "properties.posix_pool_slab_*";
+	if (bytes > cap)
+		diag(diags, OCF_LOG_WARN,
+		     "%s: the slab arrays describe %zu MiB of staging memory per GPU; the library pins at most "
+		     "%zu MiB per GPU (a quarter of this machine's memory), and only as I/O needs it",
+		     which, bytes >> 20, cap >> 20);
+	else if (bytes == 0)
+		diag(diags, OCF_LOG_WARN,
+		     "%s: the slab arrays describe no staging memory (sizes or counts of 0); the library uses "
+		     "its smallest staging pool (2 lanes per GPU)", which);
 }

@@ -6,6 +6,15 @@
  * Every key of the cufile.json format is one row of a table (config.c)
  * {json path, type, default, min, max, field}.  A struct ocf_config holds
  * one value per row plus the row's source.  Sizes are in KiB as in the file.
+ *
+ * Stored and effective values.  A value of the right type is refused only
+ * where config.c's refusal table says so (NVIDIA's library accepts values
+ * outside the ranges its cuFileGetParameterMinMaxValue reports, and programs
+ * set them); otherwise it is stored as given, and the getters and gdscheck
+ * show it as given.  What the library works with is the effective value:
+ * config_effective_size() (the stored value clamped to the key's
+ * [min, max]), config_staging_budget() and the log level; each value that
+ * differs from what was stored is logged once (config_note_effective).
  */
 #ifndef OCF_CONFIG_H_
 #define OCF_CONFIG_H_
@@ -16,6 +25,7 @@
 
 #define OCF_CFG_ARRAY_MAX 16  /* longest posix_pool_slab_* array */
 #define OCF_CFG_LIST_LEN 1024 /* string arrays and objects, kept as JSON text */
+#define OCF_CFG_STR_LEN 4096  /* string parameters (paths, levels, names), NUL included */
 
 /* Where an effective value came from, in increasing precedence. */
 enum ocf_cfg_source {
@@ -120,7 +130,7 @@ struct ocf_size_array {
 
 struct ocf_config {
 	/* logging */
-	char logging_level[16];
+	char logging_level[OCF_CFG_STR_LEN]; /* any string; unknown levels log at ERROR */
 	char logging_dir[4096];
 	char logfile_path[4096];
 	/* profile */
@@ -190,7 +200,7 @@ struct ocf_config {
 	struct ocf_size_array gpu_bounce_slab_count;
 	bool vanilla_posix_io_mode;
 	bool gds_fallback_io;
-	char rdma_transport_type[32];
+	char rdma_transport_type[OCF_CFG_STR_LEN];
 	bool sparse_p2p_compat_enable;
 	bool raid1_use_pci_p2pdma;
 	bool raid10_use_pci_p2pdma;
@@ -205,7 +215,6 @@ struct ocf_config {
 	 * small enough that the pool bounded by max_device_cache_size_kb holds
 	 * many of them. */
 	size_t staging_chunk_kb;
-	size_t staging_budget_kb;  /* pinned staging memory per GPU, at most */
 	size_t io_threads;         /* engine worker threads */
 	size_t min_chunk_kb;       /* smallest piece a request is split into */
 
@@ -227,6 +236,19 @@ struct ocf_cfg_key_info {
 	const char *env;    /* environment variable overriding it, or NULL */
 	const char *drives; /* what it does here, for docs and gdscheck */
 };
+
+/* What a key refuses of a value of its own type (config.c's refusal
+ * table).  Type errors (a string for a number, a negative size, a string
+ * longer than its field, an array of 0 or more than OCF_CFG_ARRAY_MAX
+ * elements) are refused whatever the table says. */
+enum {
+	OCF_REFUSE_BELOW_MIN = 1 << 0,      /* SIZE, SIZE_ARRAY elements: below min */
+	OCF_REFUSE_ABOVE_MAX = 1 << 1,      /* SIZE, SIZE_ARRAY elements: above max */
+	OCF_REFUSE_NOT_A_CHOICE = 1 << 2,   /* STRING: not one of choices */
+	OCF_REFUSE_UNALIGNED = 1 << 3,      /* SIZE_ARRAY: element not a multiple of 4 (KiB) */
+	OCF_REFUSE_NOT_INCREASING = 1 << 4, /* SIZE_ARRAY: elements not strictly increasing */
+};
+unsigned config_key_refuses(enum ocf_cfg_key k);
 
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k);
 
@@ -273,13 +295,44 @@ int config_stage_string(enum ocf_cfg_key k, const char *s);
 /* Stages a pair of slab arrays: the POSIX pool's (gpu = false) or the GPU
  * bounce buffers' (gpu = true). */
 int config_stage_slabs(bool gpu, const size_t *sizes, const size_t *counts, size_t n);
+
+/* Whether the refusal table refuses size v for SIZE key k: 0, or -1 with
+ * the reason in why. */
+int config_check_size(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen);
+/* Validates a value of key k against the refusal table and stores it in cfg
+ * (nothing changes when it is refused): 0, or -1 with the reason in why. */
+int config_set_size(struct ocf_config *cfg, enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen);
+int config_set_size_array(struct ocf_config *cfg, enum ocf_cfg_key k, const size_t *v, size_t n, char *why,
+			  size_t wlen);
+
+/* The value of a SIZE key the library works with: the stored value clamped
+ * to the key's [min, max] (keys whose max is UINT64_MAX are not clamped). */
+size_t config_effective_size(const struct ocf_config *cfg, enum ocf_cfg_key k);
+/* The effective value of key k in the live configuration. */
+#define OCF_EFF(k) config_effective_size(&ocf_cfg, (k))
+
 /* The per-GPU staging budget (bytes) and the largest staging chunk (bytes,
  * 0: no limit) the slab arrays of cfg set: the GPU bounce-buffer slabs when
- * they were set (file, environment or setter), else the POSIX pool slabs. */
-/* Why a pair of slab arrays cannot describe a pool, or NULL when it can. */
-const char *config_slab_pair_error(const struct ocf_size_array *sizes, const struct ocf_size_array *counts,
-				   bool gpu);
+ * they were set (file, environment or setter), else the POSIX pool slabs.
+ * Effective: sums saturate, slabs of size or count 0 add nothing, and the
+ * budget is at most config_staging_budget_cap(); 0 means the pools'
+ * minimum (gpu.c). */
 size_t config_staging_budget(const struct ocf_config *cfg, size_t *max_chunk);
+/* The most staging memory one GPU may pin, whatever the slab arrays say:
+ * a quarter of the machine's memory, and never less than the default
+ * budget. */
+size_t config_staging_budget_cap(void);
+
+/* Appends one message per value of cfg the library does not use as stored
+ * (a size outside its range, an unknown log level or choice, slab arrays
+ * whose budget is capped or empty). */
+void config_note_effective(const struct ocf_config *cfg, struct ocf_cfg_diags *diags);
+/* The message for key k alone, into buf; returns whether there is one. */
+bool config_effective_note(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len);
+
+/* Why a pair of slab arrays cannot describe a pool (arrays of different
+ * lengths: one size needs one count), or NULL when it can. */
+const char *config_slab_pair_error(const struct ocf_size_array *sizes, const struct ocf_size_array *counts);
 /* The value of key k the next open would use (file + environment + staged
  * values) copied to out (size must be the field's size), and its source.
  * The file is read at the first call after each open/close. */

@@ -60,20 +60,24 @@ void config_apply_staged(struct ocf_config *cfg)
 	pthread_mutex_unlock(&stage_lock);
 }
 
-static int stage_json(enum ocf_cfg_key k, enum ocf_cfg_type type, struct json_object *v)
+/* Validates one value of key k (as *arg) and stores it into cfg: 0, or -1
+ * with the reason in why. */
+typedef int (*setter_fn)(struct ocf_config *cfg, enum ocf_cfg_key k, const void *arg, char *why, size_t wlen);
+
+/* Stores one value into the staged configuration through set (which
+ * validates it against the refusal table) and marks it set.  Returns 0, or
+ * -ERANGE when refused (logged). */
+static int stage(enum ocf_cfg_key k, setter_fn set, const void *arg)
 {
 	const struct ocf_cfg_key_info *ki = config_key_info(k);
-	if (!ki || ki->type != type || !v) {
-		json_object_put(v);
-		return -EINVAL;
-	}
 	char why[200];
+	if (!ki)
+		return -EINVAL;
 	pthread_mutex_lock(&stage_lock);
-	int r = config_set_json(&staged, k, v, why, sizeof(why));
+	int r = set(&staged, k, arg, why, sizeof(why));
 	if (r == 0)
 		staged_set[k] = true;
 	pthread_mutex_unlock(&stage_lock);
-	json_object_put(v);
 	if (r) {
 		log_error("parameter %s: %s", ki->path, why);
 		return -ERANGE;
@@ -81,11 +85,31 @@ static int stage_json(enum ocf_cfg_key k, enum ocf_cfg_type type, struct json_ob
 	return 0;
 }
 
+static int set_size(struct ocf_config *cfg, enum ocf_cfg_key k, const void *arg, char *why, size_t wlen)
+{
+	return config_set_size(cfg, k, *(const size_t *)arg, why, wlen);
+}
+
+/* Bools and strings through the file's own code (type and length checks). */
+static int set_json(struct ocf_config *cfg, enum ocf_cfg_key k, const void *arg, char *why, size_t wlen)
+{
+	return config_set_json(cfg, k, (struct json_object *)arg, why, wlen);
+}
+
+static int stage_json(enum ocf_cfg_key k, enum ocf_cfg_type type, struct json_object *v)
+{
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	int r = !ki || ki->type != type || !v ? -EINVAL : stage(k, set_json, v);
+	json_object_put(v);
+	return r;
+}
+
 int config_stage_size(enum ocf_cfg_key k, size_t v)
 {
-	if (v > INT64_MAX)
-		return -ERANGE;
-	return stage_json(k, OCF_CFG_SIZE, json_object_new_int64((int64_t)v));
+	const struct ocf_cfg_key_info *ki = config_key_info(k);
+	if (!ki || ki->type != OCF_CFG_SIZE)
+		return -EINVAL;
+	return stage(k, set_size, &v);
 }
 
 int config_stage_bool(enum ocf_cfg_key k, bool v) { return stage_json(k, OCF_CFG_BOOL, json_object_new_boolean(v)); }
@@ -104,30 +128,12 @@ int config_stage_slabs(bool gpu, const size_t *sizes, const size_t *counts, size
 	enum ocf_cfg_key ks = gpu ? OCF_K_GPU_BOUNCE_SLAB_SIZE_KB : OCF_K_POSIX_POOL_SLAB_SIZE_KB;
 	enum ocf_cfg_key kc = gpu ? OCF_K_GPU_BOUNCE_SLAB_COUNT : OCF_K_POSIX_POOL_SLAB_COUNT;
 	struct ocf_config tmp;
-	struct json_object *a = json_object_new_array(), *b = json_object_new_array();
-	int r = a && b ? 0 : -ENOMEM;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		if (sizes[i] > INT64_MAX || counts[i] > INT64_MAX)
-			r = -ERANGE;
-		else if (json_object_array_add(a, json_object_new_int64((int64_t)sizes[i])) ||
-			 json_object_array_add(b, json_object_new_int64((int64_t)counts[i])))
-			r = -ENOMEM;
-	}
 	char why[200] = "";
-	if (r == 0 && (config_set_json(&tmp, ks, a, why, sizeof(why)) || config_set_json(&tmp, kc, b, why, sizeof(why)))) {
+	/* Both arrays are validated before either is staged; one length for
+	 * both, so they always pair. */
+	if (config_set_size_array(&tmp, ks, sizes, n, why, sizeof(why)) ||
+	    config_set_size_array(&tmp, kc, counts, n, why, sizeof(why))) {
 		log_error("parameter %s arrays: %s", gpu ? "gpu_bounce_buffer_slab" : "posix_pool_slab", why);
-		r = -ERANGE;
-	}
-	json_object_put(a);
-	json_object_put(b);
-	if (r)
-		return r;
-	const struct ocf_cfg_key_info *is = config_key_info(ks), *ic = config_key_info(kc);
-	const struct ocf_size_array *ns = (const void *)((const char *)&tmp + is->offset);
-	const struct ocf_size_array *nc = (const void *)((const char *)&tmp + ic->offset);
-	const char *bad = config_slab_pair_error(ns, nc, gpu);
-	if (bad) {
-		log_error("parameter %s arrays: %s", gpu ? "gpu_bounce_buffer_slab" : "posix_pool_slab", bad);
 		return -ERANGE;
 	}
 	pthread_mutex_lock(&stage_lock);
@@ -172,6 +178,8 @@ void config_apply_at_open(void)
 	overlay_staged_locked(&ocf_cfg);
 	base_valid = false;
 	pthread_mutex_unlock(&stage_lock);
+	if (d)
+		config_note_effective(&ocf_cfg, d);
 
 	char path[sizeof(ocf_cfg.logfile_path) + 16];
 	if (ocf_cfg.logfile_path[0])
@@ -194,19 +202,19 @@ void config_apply_at_open(void)
 		log_info("configuration from %s%s", ocf_cfg.file_path, ocf_cfg.file_ok ? "" : " (with errors)");
 	else
 		log_info("configuration: built-in defaults (no %s)", config_file_path());
-	stats_configure_at_open((int)ocf_cfg.cufile_stats);
+	stats_configure_at_open((int)config_effective_size(&ocf_cfg, OCF_K_PROFILE_CUFILE_STATS));
 }
 
-static void live_set(enum ocf_cfg_key k, struct json_object *v)
+/* Records a live value as a setter value too, so that a reopen keeps it. */
+static void live_set(enum ocf_cfg_key k, setter_fn set, const void *arg)
 {
 	char why[200];
 	pthread_mutex_lock(&stage_lock);
-	if (v && config_set_json(&staged, k, v, why, sizeof(why)) == 0) {
+	if (set(&staged, k, arg, why, sizeof(why)) == 0) {
 		staged_set[k] = true;
 		ocf_cfg.source[k] = OCF_SRC_SETTER;
 	}
 	pthread_mutex_unlock(&stage_lock);
-	json_object_put(v);
 }
 
 void config_live_set_size(enum ocf_cfg_key k, size_t v)
@@ -216,12 +224,18 @@ void config_live_set_size(enum ocf_cfg_key k, size_t v)
 	 * whole (x86-64 and aarch64 do not tear aligned 8-byte stores) and
 	 * either value is acceptable to them. */
 	__atomic_store_n((size_t *)((char *)&ocf_cfg + ki->offset), v, __ATOMIC_RELAXED);
-	live_set(k, json_object_new_int64((int64_t)v));
+	live_set(k, set_size, &v);
+	char note[320];
+	if (config_effective_note(&ocf_cfg, k, note, sizeof(note)))
+		log_warn("%s", note);
 }
 
 void config_live_set_bool(enum ocf_cfg_key k, bool v)
 {
 	const struct ocf_cfg_key_info *ki = config_key_info(k);
 	__atomic_store_n((bool *)((char *)&ocf_cfg + ki->offset), v, __ATOMIC_RELAXED);
-	live_set(k, json_object_new_boolean(v));
+	struct json_object *j = json_object_new_boolean(v);
+	if (j)
+		live_set(k, set_json, j);
+	json_object_put(j);
 }

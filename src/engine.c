@@ -195,8 +195,8 @@ static int configured_threads(void)
 	long n = ocf_online_cpus();
 	if (n > 16)
 		n = 16;
-	if (n < (long)ocf_cfg.max_io_threads)
-		n = (long)ocf_cfg.max_io_threads;
+	if (n < (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS))
+		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS);
 	if (ocf_cfg.io_threads)
 		n = (long)ocf_cfg.io_threads;
 	const char *env = ocf_getenv("OPENCUFILE_IO_THREADS");
@@ -569,8 +569,7 @@ static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, st
  * buffer, at most execution.max_io_queue_depth. */
 static int ring_reads(const struct ocf_lane *lane)
 {
-	size_t qd = ocf_cfg.max_io_queue_depth ? ocf_cfg.max_io_queue_depth : 1;
-	return (int)OCF_MIN((size_t)lane->depth, qd);
+	return (int)OCF_MIN((size_t)lane->depth, OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH));
 }
 
 /* Reads chunks into the lane's buffers and copies them to the device.
@@ -914,7 +913,7 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 	/* A userspace file system's callbacks run on the calling thread only:
 	 * they may keep thread-local state, and a callback that calls the API
 	 * again must nest on the thread that holds the driver gate. */
-	if (ocf_cfg.parallel_io && io->len > ocf_cfg.min_io_threshold_size_kb * 1024 &&
+	if (ocf_cfg.parallel_io && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024 &&
 	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
 		helpers = pool_start();
 	}

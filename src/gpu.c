@@ -64,7 +64,7 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 	pthread_cond_init(&p->cv, NULL);
 	p->gpu = gpu;
 	/* Chunks of 4 MiB unless max_direct_io_size_kb asks for less. */
-	p->chunk = OCF_MIN(ocf_cfg.staging_chunk_kb, ocf_cfg.max_direct_io_size_kb) * 1024;
+	p->chunk = OCF_MIN(ocf_cfg.staging_chunk_kb, OCF_EFF(OCF_K_MAX_DIRECT_IO_SIZE_KB)) * 1024;
 	const char *env = ocf_getenv("OPENCUFILE_CHUNK_KB"); /* tuning experiments */
 	if (env && *env)
 		p->chunk = (size_t)strtoull(env, NULL, 10) * 1024;

@@ -414,7 +414,8 @@ static size_t ring_slot_bytes(size_t chunk)
 static size_t ring_bytes(size_t chunk) { return FLAG_PAGE_BYTES + OCF_MAX_ALIGN + RING_SLOTS * ring_slot_bytes(chunk); }
 
 /* Rings may pin at most the staging budget (config_staging_budget: the
- * slab arrays, NVIDIA's bounce-buffer budget), else staging_budget_kb. */
+ * slab arrays, NVIDIA's bounce-buffer budget, capped), and one ring
+ * whatever the budget. */
 static size_t ring_budget(void)
 {
 	return OCF_MAX(config_staging_budget(&ocf_cfg, NULL), ring_bytes(ring_chunk()));

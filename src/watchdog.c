@@ -137,7 +137,7 @@ static void cv_init(void)
 
 static uint64_t limit_ns(void)
 {
-	return (uint64_t)ocf_cfg.wait_watchdog_s * 1000000000ull;
+	return (uint64_t)OCF_EFF(OCF_K_EXEC_WAIT_WATCHDOG_S) * 1000000000ull;
 }
 
 static void scan(uint64_t limit)
@@ -207,7 +207,7 @@ static void *wd_main(void *arg)
 void watchdog_start(void)
 {
 	pthread_once(&cv_once, cv_init);
-	if (ocf_cfg.wait_watchdog_s == 0)
+	if (OCF_EFF(OCF_K_EXEC_WAIT_WATCHDOG_S) == 0)
 		return;
 	pthread_mutex_lock(&wd_lock);
 	if (!running) {

@@ -64,11 +64,63 @@ static inline void t_clear_config_env(void)
 	unsetenv("OPENCUFILE_STATS_FILE");
 }
 
+/* Sets the log level through CUFILE_LOGGING_LEVEL and empties this test's
+ * log (CUFILE_LOGFILE_PATH, set by ctest), so that only this run's lines are
+ * in it; returns its path, or NULL when there is none. */
+static inline const char *t_fresh_log(const char *level)
+{
+	setenv("CUFILE_LOGGING_LEVEL", level, 1);
+	const char *log = getenv("CUFILE_LOGFILE_PATH");
+	if (log)
+		unlink(log);
+	return log;
+}
+
 /* Points CUFILE_ENV_PATH_JSON at a path. */
 static inline void t_use_config(const char *path)
 {
 	if (setenv("CUFILE_ENV_PATH_JSON", path, 1) != 0)
 		T_FAIL("setenv: %s", strerror(errno));
+}
+
+/* With the driver open: reads of 16 MiB at an unaligned file offset into
+ * host memory and, where there is a CUDA driver, into device memory, each
+ * checked byte for byte with its guard bytes.  path holds pattern `seed`. */
+static inline void t_check_reads_verified(const char *path, uint32_t seed)
+{
+	const size_t len = 16 * T_MIB;
+	int fd = t_open(path, O_RDONLY);
+	CUfileHandle_t fh = t_register_fd(fd);
+	for (int dev = 0; dev < 2; dev++) {
+		struct t_mem m;
+		if (dev && t_cuda_init() != 0)
+			break;
+		t_mem_alloc(&m, dev ? T_MEM_DEVICE : T_MEM_HOST_MALLOC, len + 2 * T_MIB);
+		if (t_read_and_verify(fh, &m, T_MIB, len, 4096 + 512, 0, (ssize_t)len, seed) != 0)
+			T_FAIL("read into %s memory failed or gave wrong bytes", dev ? "device" : "host");
+		t_mem_free(&m);
+	}
+	cuFileHandleDeregister(fh);
+	close(fd);
+}
+
+/* With the driver open: a batch of n entries can be set up, one of n + 1
+ * cannot (the batch limit the library works with is n). */
+static inline void t_check_batch_limit(unsigned n)
+{
+	CUfileBatchHandle_t b;
+	T_CUFILE_OK(cuFileBatchIOSetUp(&b, n));
+	cuFileBatchIODestroy(b);
+	T_CUFILE(cuFileBatchIOSetUp(&b, n + 1), CU_FILE_INVALID_VALUE);
+}
+
+/* The most staging memory the library pins per GPU, whatever the slab
+ * arrays say (docs/configuration.md): a quarter of the machine's memory,
+ * at least 2 GiB. */
+static inline size_t t_staging_cap(void)
+{
+	size_t quarter = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE) / 4;
+	return quarter > 2 * T_GIB ? quarter : 2 * T_GIB;
 }
 
 #ifdef OCF_CONFIG_UNIT

@@ -29,10 +29,16 @@ int main(void)
 	T_CUFILE(cuFileSetParameterGpuBounceBufferSlabArray(NULL, c2, 2), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileSetParameterGpuBounceBufferSlabArray(s2, c2, 0), CU_FILE_INVALID_VALUE);
 	T_CUFILE(cuFileSetParameterGpuBounceBufferSlabArray(s2, c2, -1), CU_FILE_INVALID_VALUE);
-	size_t desc[] = {4096, 256}, unal[] = {6, 4096}, zero[] = {0, 2};
-	T_CUFILE(cuFileSetParameterGpuBounceBufferSlabArray(desc, c2, 2), CU_FILE_INVALID_VALUE);
-	T_CUFILE(cuFileSetParameterGpuBounceBufferSlabArray(unal, c2, 2), CU_FILE_INVALID_VALUE);
-	T_CUFILE(cuFileSetParameterGpuBounceBufferSlabArray(s2, zero, 2), CU_FILE_INVALID_VALUE);
+	size_t desc[] = {4096, 256}, unal[] = {6, 4099}, zero[] = {0, 2};
+	size_t *accepted[][2] = {{desc, c2}, {unal, c2}, {s2, zero}};
+	for (int i = 0; i < 3; i++) {
+		T_CUFILE_OK(cuFileSetParameterGpuBounceBufferSlabArray(accepted[i][0], accepted[i][1], 2));
+		T_CUFILE_OK(cuFileGetParameterGpuBounceBufferSlabArray(sz, cnt, 2));
+		T_EQ_U(sz[0], accepted[i][0][0]);
+		T_EQ_U(sz[1], accepted[i][0][1]);
+		T_EQ_U(cnt[0], accepted[i][1][0]);
+		T_EQ_U(cnt[1], accepted[i][1][1]);
+	}
 	T_CUFILE_OK(cuFileSetParameterGpuBounceBufferSlabArray(s2, c2, 2));
 	T_CUFILE_OK(cuFileGetParameterGpuBounceBufferSlabArray(sz, cnt, 2));
 	T_EQ_U(sz[1], 4096);

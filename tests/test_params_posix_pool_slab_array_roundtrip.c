@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The slab arrays: defaults [4,1024,16384]/[128,64,64]; a set of equal
  * length replaces both; a bigger output array is zero-filled, a smaller one
- * refused; invalid elements refused without changing anything. */
+ * refused; sizes and counts of 0 are kept as set (they add no staging
+ * memory); NULL arrays are refused without changing anything. */
 #include "config_test_util.h"
 
 int main(void)
@@ -24,11 +25,17 @@ int main(void)
 	T_EQ_U(cnt[1], 20);
 	T_EQ_U(cnt[4], 0);
 
-	size_t bad[2] = {64, 0};
-	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(bad, ncnt, 2), CU_FILE_INVALID_VALUE);
-	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(nsz, bad, 2), CU_FILE_INVALID_VALUE);
+	size_t zero[2] = {64, 0};
+	T_CUFILE_OK(cuFileSetParameterPosixPoolSlabArray(zero, ncnt, 2));
+	T_CUFILE_OK(cuFileGetParameterPosixPoolSlabArray(sz, cnt, 2));
+	T_EQ_U(sz[1], 0);
+	T_CUFILE_OK(cuFileSetParameterPosixPoolSlabArray(nsz, zero, 2));
 	T_CUFILE_OK(cuFileGetParameterPosixPoolSlabArray(sz, cnt, 2));
 	T_EQ_U(sz[1], 2048);
+	T_EQ_U(cnt[1], 0);
+	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(NULL, ncnt, 2), CU_FILE_INVALID_VALUE);
+	T_CUFILE(cuFileSetParameterPosixPoolSlabArray(nsz, NULL, 2), CU_FILE_INVALID_VALUE);
+	T_CUFILE_OK(cuFileSetParameterPosixPoolSlabArray(nsz, ncnt, 2));
 
 	T_CUFILE_OK(cuFileDriverOpen());
 	T_CUFILE_OK(cuFileGetParameterPosixPoolSlabArray(sz, cnt, 2));

@@ -330,6 +330,7 @@ static void check_config(void)
 		exit(1);
 	}
 	config_load(cfg, d);
+	config_note_effective(cfg, d); /* values kept as set that the library uses otherwise */
 	printf("\nConfiguration\n");
 	if (cfg->file_path[0])
 		printf("  file: %s (%s)\n", cfg->file_path, cfg->file_ok ? "read" : "with errors");
@@ -451,6 +452,19 @@ static int print_stats_file(const char *path)
 	return 0;
 }
 
+/* What a key refuses (config_key_refuses), in words; "" for nothing. */
+static void refusal_words(enum ocf_cfg_key k, char *buf, size_t len)
+{
+	static const char *const words[] = {"below the range", "above the range", "not a listed value",
+					    "not a multiple of 4", "not increasing"};
+	unsigned r = config_key_refuses(k);
+	int o = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(words) / sizeof(words[0]) && o >= 0 && (size_t)o < len; i++)
+		if (r & (1u << i))
+			o += snprintf(buf + o, len - (size_t)o, "%s%s", o ? ", " : "", words[i]);
+}
+
 /* The key table as Markdown, for docs/configuration.md. */
 static void print_key_table(void)
 {
@@ -458,11 +472,11 @@ static void print_key_table(void)
 						 "object"};
 	struct ocf_config def;
 	config_load_defaults(&def);
-	printf("| key | type | default | range | environment | what it drives here |\n");
-	printf("| --- | --- | --- | --- | --- | --- |\n");
+	printf("| key | type | default | range | refused | environment | what it drives here |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int k = 0; k < OCF_K_COUNT; k++) {
 		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
-		char v[OCF_CFG_LIST_LEN + 8], range[128] = "";
+		char v[OCF_CFG_LIST_LEN + 8], range[128] = "", refused[128];
 		config_format_value(&def, (enum ocf_cfg_key)k, v, sizeof(v));
 		if (ki->type == OCF_CFG_SIZE || ki->type == OCF_CFG_SIZE_ARRAY)
 			snprintf(range, sizeof(range), "%s%llu .. %llu", ki->type == OCF_CFG_SIZE_ARRAY ? "each " : "",
@@ -472,7 +486,8 @@ static void print_key_table(void)
 			for (const char *const *c = ki->choices; *c && o < (int)sizeof(range) - 1; c++)
 				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *c);
 		}
-		printf("| `%s` | %s | `%s` | %s | %s | %s |\n", ki->path, type_names[ki->type], v, range,
+		refusal_words((enum ocf_cfg_key)k, refused, sizeof(refused));
+		printf("| `%s` | %s | `%s` | %s | %s | %s | %s |\n", ki->path, type_names[ki->type], v, range, refused,
 		       ki->env ? ki->env : "", ki->drives);
 	}
 }

@@ -4,9 +4,11 @@
  *
  * Feeds arbitrary bytes to config_parse_text over the defaults and checks
  * the reader's promises on whatever comes out: no crash or sanitizer report,
- * every size within its key's [min, max], every string NUL-terminated inside
- * its field, arrays within bounds, slab arrays of equal length, and every
- * message NUL-terminated.  Built with -DOPENCUFILE_FUZZ=ON and clang:
+ * every effective size within its key's [min, max] (and the stored one too
+ * where the key refuses values outside it), every string NUL-terminated
+ * inside its field, arrays within bounds (and their elements within range
+ * where refused outside it), slab arrays of equal length, a staging budget
+ * within its cap, and every message NUL-terminated.  Built with -DOPENCUFILE_FUZZ=ON and clang:
  *   build/tests/fuzz_config tests/fuzz/corpus_config -max_total_time=300
  */
 #include <stdint.h>
@@ -29,8 +31,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *f = (const char *)&cfg + ki->offset;
 		switch (ki->type) {
 		case OCF_CFG_SIZE: {
-			size_t v = *(const size_t *)f;
-			if (v < ki->min || v > ki->max)
+			size_t v = *(const size_t *)f, e = config_effective_size(&cfg, (enum ocf_cfg_key)k);
+			if (ki->max != UINT64_MAX && (e < ki->min || e > ki->max))
+				abort();
+			if (((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_BELOW_MIN) && v < ki->min) ||
+			    ((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_ABOVE_MAX) && v > ki->max))
 				abort();
 			break;
 		}
@@ -39,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (a->n < 1 || a->n > OCF_CFG_ARRAY_MAX)
 				abort();
 			for (size_t i = 0; i < a->n; i++)
-				if (a->v[i] < ki->min || a->v[i] > ki->max)
+				if (((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_BELOW_MIN) && a->v[i] < ki->min) ||
+				    ((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_ABOVE_MAX) && a->v[i] > ki->max))
 					abort();
 			break;
 		}
@@ -59,6 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (cfg.posix_pool_slab_size_kb.n != cfg.posix_pool_slab_count.n)
 		abort();
+	if (config_staging_budget(&cfg, NULL) > config_staging_budget_cap())
+		abort();
+	config_note_effective(&cfg, &diags);
 	for (int i = 0; i < diags.n; i++)
 		if (!memchr(diags.d[i].msg, '\0', sizeof(diags.d[i].msg)))
 			abort();

@@ -7,17 +7,21 @@
  * twice (LD_LIBRARY_PATH=NVIDIA's lib dir, then LD_PRELOAD=our .so.0); see
  * scripts/gpu-check.sh.
  *
- * Usage: differential [--dir DIR] [--list] [CASE...]
+ * Usage: differential [--dir DIR] [--list] [--param-jobs N] [CASE...]
  *   --dir DIR  scratch directory on a real disk (default ./gpu-scratch/diff)
  *   --list     print the case names in order and exit (no CUDA, no cuFile)
- *   CASE...    run only these cases, in this order (default: all)
+ *   --param-jobs N  param_values: run N tries at once (default 1)
+ *   CASE...    run only these cases, in this order (default: all but
+ *              param_values, which runs only when named; see its comment)
  *
  * Output: lines "# ..." are comments; ">> NAME" is printed (and flushed)
  * before each case so a crash shows where it happened; every result line is
  * "NAME: RESULT" or "NAME.sub: RESULT" with no addresses and no timings.
  * The last line of a complete run is "# done".
  *
- * No fork(): forking after CUDA initialisation is unsafe.  A case that kills
+ * No fork() into a process that goes on using CUDA: forking after CUDA
+ * initialisation is unsafe.  (param_values forks only to exec this program
+ * afresh.)  A case that kills
  * the process is detected by the script, which reruns the remaining cases.
  */
 #define _GNU_SOURCE
@@ -49,6 +53,7 @@ static char g_data[PATH_MAX];
 static CUdevice g_dev;
 static CUcontext g_ctx;
 static int g_open_by_harness_or_case;
+static int init_cuda(void);
 
 /* ------------------------------------------------------------ formatting */
 
@@ -346,40 +351,62 @@ CASE(close_not_open)
 	out(name, "%s usecount=%ld", E(e), cuFileUseCount());
 }
 
-static const char *sizet_names[] = {
-	"PROFILE_STATS", "EXECUTION_MAX_IO_QUEUE_DEPTH", "EXECUTION_MAX_IO_THREADS",
-	"EXECUTION_MIN_IO_THRESHOLD_SIZE_KB", "EXECUTION_MAX_REQUEST_PARALLELISM",
-	"PROPERTIES_MAX_DIRECT_IO_SIZE_KB", "PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB",
-	"PROPERTIES_PER_BUFFER_CACHE_SIZE_KB", "PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB",
-	"PROPERTIES_IO_BATCHSIZE", "POLLTHRESHOLD_SIZE_KB", "PROPERTIES_BATCH_IO_TIMEOUT_MS",
+/* Every value of the three parameter enums, through cuFile 1.19, with the
+ * ranges NVIDIA's cuFileGetParameterMinMaxValue reported for the size_t ones
+ * (libcufile 1.15.1; PROFILE_STATS has none there, 0..3 is the statistics
+ * level).  The param_values case derives its values from these, so both
+ * libraries are asked exactly the same thing. */
+static const struct {
+	const char *name;
+	size_t min, max;
+} sizet_params[] = {
+	{"PROFILE_STATS", 0, 3},
+	{"EXECUTION_MAX_IO_QUEUE_DEPTH", 1, 256},
+	{"EXECUTION_MAX_IO_THREADS", 0, 32},
+	{"EXECUTION_MIN_IO_THRESHOLD_SIZE_KB", 4, 4294967295u},
+	{"EXECUTION_MAX_REQUEST_PARALLELISM", 0, 8},
+	{"PROPERTIES_MAX_DIRECT_IO_SIZE_KB", 64, 16384},
+	{"PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB", 0, 268435456},
+	{"PROPERTIES_PER_BUFFER_CACHE_SIZE_KB", 64, 16384},
+	{"PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB", 64, 268435456},
+	{"PROPERTIES_IO_BATCHSIZE", 1, 256},
+	{"POLLTHRESHOLD_SIZE_KB", 4, 18014398509481980ull},
+	{"PROPERTIES_BATCH_IO_TIMEOUT_MS", 1, 1000},
 };
 static const char *bool_names[] = {
 	"PROPERTIES_USE_POLL_MODE", "PROPERTIES_ALLOW_COMPAT_MODE", "FORCE_COMPAT_MODE",
 	"FS_MISC_API_CHECK_AGGRESSIVE", "EXECUTION_PARALLEL_IO", "PROFILE_NVTX",
 	"PROPERTIES_ALLOW_SYSTEM_MEMORY", "USE_PCIP2PDMA", "PREFER_IO_URING",
 	"FORCE_ODIRECT_MODE", "SKIP_TOPOLOGY_DETECTION", "STREAM_MEMOPS_BYPASS",
+	"PROPERTIES_POSIX_IO_MODE", "GDS_FALLBACK_IO", /* 1.16+ */
 };
-static const char *string_names[] = {"LOGGING_LEVEL", "ENV_LOGFILE_PATH", "LOG_DIR"};
+static const char *string_names[] = {"LOGGING_LEVEL", "ENV_LOGFILE_PATH", "LOG_DIR",
+				     "RDMA_TRANSPORT" /* 1.16+ */};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+/* The 1.15 enums: the rows of params_closed/params_open. */
+#define N_SIZET_115 12
+#define N_BOOL_115 12
+#define N_STRING_115 3
 
 static void print_params(const char *name)
 {
 	size_t i;
 	char s[64];
-	for (i = 0; i < sizeof(sizet_names) / sizeof(sizet_names[0]); i++) {
+	for (i = 0; i < N_SIZET_115; i++) {
 		size_t v = 0, mn = 0, mx = 0;
 		CUfileError_t e = cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)i, &v);
 		CUfileError_t e2 = cuFileGetParameterMinMaxValue((CUFileSizeTConfigParameter_t)i,
 								 &mn, &mx);
-		snprintf(s, sizeof(s), "sizet.%s", sizet_names[i]);
+		snprintf(s, sizeof(s), "sizet.%s", sizet_params[i].name);
 		sub(name, s, "%s value=%zu minmax=%s %zu..%zu", E(e), v, E(e2), mn, mx);
 	}
-	for (i = 0; i < sizeof(bool_names) / sizeof(bool_names[0]); i++) {
+	for (i = 0; i < N_BOOL_115; i++) {
 		bool v = false;
 		CUfileError_t e = cuFileGetParameterBool((CUFileBoolConfigParameter_t)i, &v);
 		snprintf(s, sizeof(s), "bool.%s", bool_names[i]);
 		sub(name, s, "%s value=%d", E(e), (int)v);
 	}
-	for (i = 0; i < sizeof(string_names) / sizeof(string_names[0]); i++) {
+	for (i = 0; i < N_STRING_115; i++) {
 		char v[512];
 		CUfileError_t e;
 		v[0] = '\0';
@@ -2002,9 +2029,623 @@ done:
 	rw_teardown(&s);
 }
 
+/* ------------------------------------------------------- parameter values
+ *
+ * param_values: every size_t, bool and string parameter (every enum value,
+ * through 1.19, and two past the end), both slab-array setters and the four
+ * cuFileDriverSet* property setters, each tried with values below the
+ * minimum, above the maximum, 0 and huge (strings: empty, an unknown word, a
+ * path that does not exist, long ones; arrays: the shapes a pool can and
+ * cannot have), once with the driver closed and once with it open.
+ *
+ * Every try runs in a fresh process (this program again, with --param-try
+ * N), so no try sees another's staged value and a crash or a hang costs one
+ * row.  A closed try: set, read back while closed, open, read back while
+ * open, the driver properties, a 1 MiB cuFileRead into GPU memory (verified,
+ * unregistered buffer: it goes through the bounce buffers the slab arrays
+ * size), close.  An open try: open, set, read back, properties, the read,
+ * close.  One tab-separated row per try:
+ *
+ *   param KIND NAME TRY STATE value=... set=... get=... [open=... get_open=...] props=... io=...
+ *
+ * The first five fields are the row's key; scripts/param-diff.sh runs this
+ * against both libraries and prints the rows that differ.  Not in the
+ * default run (about 300 driver opens): name it, `differential param_values`.
+ */
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+enum pkind { PK_SIZE, PK_BOOL, PK_STRING, PK_ARRAY, PK_PROP };
+static const char *const pkind_names[] = {"size_t", "bool", "string", "array", "property"};
+
+#define ARR_MAX 24
+struct arr_case {
+	const char *name;
+	int len;         /* passed to the setter */
+	int null_sizes;  /* pass NULL for the sizes */
+	size_t sizes[ARR_MAX], counts[ARR_MAX];
+};
+
+#define HUGE40 ((size_t)1 << 40)
+static const struct arr_case arr_cases[] = {
+	{"client", 4, 0, {4096, 65536, 1048576, 16777216}, {10, 5, 3, 2}},
+	{"posix_defaults", 3, 0, {4, 1024, 16384}, {128, 64, 64}},
+	{"gpu_defaults", 4, 0, {1024, 8192, 16384, 65536}, {128, 8, 4, 2}},
+	{"zero_counts", 2, 0, {1024, 8192}, {0, 0}},
+	{"zero_size", 2, 0, {0, 1024}, {4, 4}},
+	{"below_4k", 2, 0, {1, 2}, {1, 1}},
+	{"unaligned", 2, 0, {1000, 8195}, {4, 4}},
+	{"descending", 2, 0, {16384, 1024}, {4, 8}},
+	{"equal_sizes", 2, 0, {1024, 1024}, {2, 2}},
+	{"huge_size", 1, 0, {HUGE40}, {1}},
+	{"huge_count", 1, 0, {1024}, {HUGE40}},
+	{"size_max", 1, 0, {SIZE_MAX}, {SIZE_MAX}},
+	{"len17", 17, 0, {4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68},
+	 {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+	{"len0", 0, 0, {1024}, {1}},
+	{"len_negative", -1, 0, {1024}, {1}},
+	{"null_sizes", 1, 1, {1024}, {1}},
+};
+
+/* The property setters and the size_t parameter each one shows up in. */
+static const struct {
+	const char *name;
+	int param; /* CUFileSizeTConfigParameter_t */
+} prop_setters[] = {
+	{"SetMaxDirectIOSize", CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB},
+	{"SetMaxCacheSize", CUFILE_PARAM_PROPERTIES_MAX_DEVICE_CACHE_SIZE_KB},
+	{"SetMaxPinnedMemSize", CUFILE_PARAM_PROPERTIES_MAX_DEVICE_PINNED_MEM_SIZE_KB},
+	{"SetPollMode", CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB},
+};
+
+struct ptry {
+	enum pkind kind;
+	int param;         /* enum value; arrays: 0 POSIX pool, 1 GPU bounce buffers; properties: index */
+	const char *pname;
+	char tname[32];
+	int open_first;    /* 0: closed try, 1: open try */
+	size_t value;      /* size_t, bool */
+	const char *str;   /* string */
+	const struct arr_case *arr;
+};
+
+#define MAX_TRIES 512
+static struct ptry g_tries[MAX_TRIES];
+static size_t g_ntries;
+static char g_long255[256], g_long5000[5001];
+
+static void add_try(struct ptry t, const char *tname)
+{
+	int s;
+	if (g_ntries + 2 > MAX_TRIES)
+		return;
+	snprintf(t.tname, sizeof(t.tname), "%s", tname);
+	for (s = 0; s < 2; s++) {
+		t.open_first = s;
+		g_tries[g_ntries++] = t;
+	}
+}
+
+/* below_min (when min > 0), above_max, zero, 2^40, SIZE_MAX. */
+static void add_size_values(struct ptry t, size_t min, size_t max)
+{
+	if (min > 0) {
+		t.value = min - 1;
+		add_try(t, "below_min");
+	}
+	t.value = max + 1;
+	add_try(t, "above_max");
+	t.value = 0;
+	add_try(t, "zero");
+	t.value = HUGE40;
+	add_try(t, "huge_2^40");
+	t.value = SIZE_MAX;
+	add_try(t, "size_max");
+}
+
+static void build_tries(void)
+{
+	static char oob_names[2][16];
+	const int oob[2] = {-1, 1000}; /* -1: one past the last enum value */
+	struct ptry t;
+	size_t i, j;
+
+	memset(g_long255, 'x', sizeof(g_long255) - 1);
+	memset(g_long5000, 'x', sizeof(g_long5000) - 1);
+	g_ntries = 0;
+	for (i = 0; i < N_OF(sizet_params); i++) {
+		memset(&t, 0, sizeof(t));
+		t.kind = PK_SIZE;
+		t.param = (int)i;
+		t.pname = sizet_params[i].name;
+		add_size_values(t, sizet_params[i].min, sizet_params[i].max);
+		if (i == CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS) {
+			t.value = 5000; /* what cuda-python's tests set */
+			add_try(t, "5000");
+		}
+	}
+	for (i = 0; i < N_OF(bool_names); i++) {
+		memset(&t, 0, sizeof(t));
+		t.kind = PK_BOOL;
+		t.param = (int)i;
+		t.pname = bool_names[i];
+		t.value = 0;
+		add_try(t, "false");
+		t.value = 1;
+		add_try(t, "true");
+	}
+	for (i = 0; i < N_OF(string_names); i++) {
+		static const struct {
+			const char *tname, *s;
+		} sv[] = {{"empty", ""},
+			  {"word", "BOGUS_VALUE"},
+			  {"lowercase", "info"},
+			  {"nonexistent_path", "/nonexistent/opencufile-param-diff/dir"},
+			  {"long_255", g_long255},
+			  {"long_5000", g_long5000}};
+		memset(&t, 0, sizeof(t));
+		t.kind = PK_STRING;
+		t.param = (int)i;
+		t.pname = string_names[i];
+		for (j = 0; j < N_OF(sv); j++) {
+			t.str = sv[j].s;
+			add_try(t, sv[j].tname);
+		}
+	}
+	/* Enum values that do not exist: one past the last, and 1000. */
+	for (j = 0; j < 2; j++) {
+		snprintf(oob_names[j], sizeof(oob_names[j]), "ENUM_%s", j ? "1000" : "PAST_END");
+		memset(&t, 0, sizeof(t));
+		t.pname = oob_names[j];
+		t.kind = PK_SIZE;
+		t.param = oob[j] < 0 ? (int)N_OF(sizet_params) : oob[j];
+		t.value = 1;
+		add_try(t, "one");
+		t.kind = PK_BOOL;
+		t.param = oob[j] < 0 ? (int)N_OF(bool_names) : oob[j];
+		add_try(t, "true");
+		t.kind = PK_STRING;
+		t.param = oob[j] < 0 ? (int)N_OF(string_names) : oob[j];
+		t.str = "ERROR";
+		add_try(t, "word");
+	}
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < N_OF(arr_cases); j++) {
+			memset(&t, 0, sizeof(t));
+			t.kind = PK_ARRAY;
+			t.param = (int)i;
+			t.pname = i ? "GPU_BOUNCE_BUFFER_SLAB" : "POSIX_POOL_SLAB";
+			t.arr = &arr_cases[j];
+			add_try(t, arr_cases[j].name);
+		}
+	}
+	for (i = 0; i < N_OF(prop_setters); i++) {
+		memset(&t, 0, sizeof(t));
+		t.kind = PK_PROP;
+		t.param = (int)i;
+		t.pname = prop_setters[i].name;
+		add_size_values(t, sizet_params[prop_setters[i].param].min, sizet_params[prop_setters[i].param].max);
+	}
+}
+
+/* Fields of a row go straight to stdout, each flushed, so that what a
+ * crashing try printed before it crashed reaches the parent. */
+static void field(const char *fmt, ...)
+{
+	va_list ap;
+	putchar('\t');
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static int put_size(char *b, size_t cap, size_t v)
+{
+	return v == SIZE_MAX ? snprintf(b, cap, "SIZE_MAX") : snprintf(b, cap, "%zu", v);
+}
+
+static const char *fmt_size(size_t v)
+{
+	char *b = ring();
+	put_size(b, 256, v);
+	return b;
+}
+
+/* A string for a row: up to 40 bytes, control bytes and tabs escaped, and
+ * its length when cut. */
+static const char *fmt_str(const char *s)
+{
+	char *b = ring();
+	size_t n = strlen(s), i, o = 0;
+	b[o++] = '"';
+	for (i = 0; i < n && i < 40 && o < 200; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f)
+			o += (size_t)snprintf(b + o, 256 - o, "\\x%02x", c);
+		else
+			b[o++] = (char)c;
+	}
+	b[o++] = '"';
+	b[o] = '\0';
+	if (n > 40)
+		snprintf(b + o, 256 - o, "...(len=%zu)", n);
+	return b;
+}
+
+/* "[s0,s1,...]/[c0,c1,...]" (fmt_size's ring is not used: 2n numbers would
+ * go round it). */
+static const char *fmt_arrays(const size_t *sizes, const size_t *counts, int n)
+{
+	char *b = ring();
+	const size_t *a[2] = {sizes, counts};
+	int i, k, o = 0;
+	for (k = 0; k < 2; k++) {
+		o += snprintf(b + o, 256 - (size_t)o, "%s[", k ? "/" : "");
+		for (i = 0; i < n && o < 220; i++) {
+			if (i)
+				b[o++] = ',';
+			o += put_size(b + o, 256 - (size_t)o, a[k][i]);
+		}
+		o += snprintf(b + o, 256 - (size_t)o, "%s", i < n ? "...]" : "]");
+	}
+	return b;
+}
+
+typedef CUfileError_t (*slab_set_fn)(const size_t *, const size_t *, int);
+typedef CUfileError_t (*slab_get_fn)(size_t *, size_t *, int);
+
+/* The slab-array functions by name: the GPU bounce-buffer pair is 1.17 and
+ * NVIDIA's 1.15 library lacks it. */
+static void slab_fns(int gpu, slab_set_fn *set, slab_get_fn *get)
+{
+	*set = (slab_set_fn)dlsym(RTLD_DEFAULT, gpu ? "cuFileSetParameterGpuBounceBufferSlabArray"
+						    : "cuFileSetParameterPosixPoolSlabArray");
+	*get = (slab_get_fn)dlsym(RTLD_DEFAULT, gpu ? "cuFileGetParameterGpuBounceBufferSlabArray"
+						    : "cuFileGetParameterPosixPoolSlabArray");
+}
+
+static const char *try_set(const struct ptry *t)
+{
+	CUfileError_t e;
+	switch (t->kind) {
+	case PK_SIZE:
+		e = cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)t->param, t->value);
+		break;
+	case PK_BOOL:
+		e = cuFileSetParameterBool((CUFileBoolConfigParameter_t)t->param, t->value != 0);
+		break;
+	case PK_STRING:
+		e = cuFileSetParameterString((CUFileStringConfigParameter_t)t->param, t->str);
+		break;
+	case PK_ARRAY: {
+		slab_set_fn set;
+		slab_get_fn get;
+		slab_fns(t->param, &set, &get);
+		if (!set)
+			return "absent";
+		e = set(t->arr->null_sizes ? NULL : t->arr->sizes, t->arr->counts, t->arr->len);
+		break;
+	}
+	case PK_PROP:
+		switch (t->param) {
+		case 0: e = cuFileDriverSetMaxDirectIOSize(t->value); break;
+		case 1: e = cuFileDriverSetMaxCacheSize(t->value); break;
+		case 2: e = cuFileDriverSetMaxPinnedMemSize(t->value); break;
+		default: e = cuFileDriverSetPollMode(true, t->value); break;
+		}
+		break;
+	default:
+		return "?";
+	}
+	return E(e);
+}
+
+static const char *try_get(const struct ptry *t)
+{
+	char *b = ring();
+	CUfileError_t e;
+	switch (t->kind) {
+	case PK_SIZE:
+	case PK_PROP: {
+		size_t v = 0;
+		int p = t->kind == PK_PROP ? prop_setters[t->param].param : t->param;
+		e = cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)p, &v);
+		snprintf(b, 256, "%s:%s", E(e), fmt_size(v));
+		break;
+	}
+	case PK_BOOL: {
+		bool v = false;
+		e = cuFileGetParameterBool((CUFileBoolConfigParameter_t)t->param, &v);
+		snprintf(b, 256, "%s:%d", E(e), (int)v);
+		break;
+	}
+	case PK_STRING: {
+		static char v[8192];
+		memset(v, 0, sizeof(v));
+		e = cuFileGetParameterString((CUFileStringConfigParameter_t)t->param, v, (int)sizeof(v));
+		v[sizeof(v) - 1] = '\0';
+		snprintf(b, 256, "%s:%s%s", E(e), fmt_str(v),
+			 t->str && !strcmp(v, t->str) ? "=set" : "");
+		break;
+	}
+	case PK_ARRAY: {
+		size_t sizes[ARR_MAX + 8], counts[ARR_MAX + 8];
+		int n = t->arr->len > 0 ? t->arr->len : 4, i;
+		slab_set_fn set;
+		slab_get_fn get;
+		slab_fns(t->param, &set, &get);
+		if (!get)
+			return "absent";
+		for (i = 0; i < n; i++)
+			sizes[i] = counts[i] = 0xdead;
+		e = get(sizes, counts, n);
+		snprintf(b, 256, "%s:%s", E(e), e.err == CU_FILE_SUCCESS ? fmt_arrays(sizes, counts, n) : "-");
+		break;
+	}
+	default:
+		return "?";
+	}
+	return b;
+}
+
+static const char *try_props(void)
+{
+	char *b = ring();
+	CUfileDrvProps_t p;
+	CUfileError_t e;
+	memset(&p, 0, sizeof(p));
+	e = cuFileDriverGetProperties(&p);
+	snprintf(b, 256, "%s:poll=%zu,dio=%zu,cache=%u,pbc=%u,pin=%u,batch=%u,timeout=%u,ctl=0x%x", E(e),
+		 p.nvfs.poll_thresh_size, p.nvfs.max_direct_io_size, p.max_device_cache_size,
+		 p.per_buffer_cache_size, p.max_device_pinned_mem_size, p.max_batch_io_size,
+		 p.max_batch_io_timeout_msecs, p.nvfs.dcontrolflags);
+	return b;
+}
+
+/* A 1 MiB read of the data file into unregistered GPU memory (so through
+ * the library's bounce buffers), 64 KiB of guard after it. */
+static const char *try_io(void)
+{
+	char *b = ring();
+	CUfileHandle_t fh;
+	CUfileError_t e;
+	CUdeviceptr p;
+	ssize_t r;
+	int fd, err;
+
+	if (init_cuda() != 0)
+		return "cuda_init_failed";
+	p = dalloc(MiB + 64 * KiB);
+	if (!p)
+		return "cuMemAlloc_failed";
+	fd = open(g_data, O_RDONLY);
+	if (fd < 0) {
+		cuMemFree(p);
+		return "open_failed";
+	}
+	e = reg_fd(fd, &fh);
+	if (e.err != CU_FILE_SUCCESS) {
+		snprintf(b, 256, "reg=%s", E(e));
+	} else {
+		errno = 0;
+		r = cuFileRead(fh, (void *)p, MiB, 0, 0);
+		err = errno;
+		snprintf(b, 256, "%s %s", R(r, err), check_dev(p, MiB + 64 * KiB, 0, 0, r));
+		cuFileHandleDeregister(fh);
+	}
+	close(fd);
+	cuMemFree(p);
+	return b;
+}
+
+static int param_try(size_t idx)
+{
+	const struct ptry *t;
+	CUfileError_t e;
+
+	build_tries();
+	if (idx >= g_ntries)
+		return 2;
+	t = &g_tries[idx];
+	snprintf(g_data, sizeof(g_data), "%s/data.bin", g_dir);
+	printf("param\t%s\t%s\t%s\t%s", pkind_names[t->kind], t->pname, t->tname, t->open_first ? "open" : "closed");
+	switch (t->kind) {
+	case PK_STRING: field("value=%s", fmt_str(t->str)); break;
+	case PK_ARRAY: field("value=%s len=%d%s", fmt_arrays(t->arr->sizes, t->arr->counts,
+							     t->arr->len > 0 ? t->arr->len : 1),
+			     t->arr->len, t->arr->null_sizes ? " sizes=NULL" : ""); break;
+	default: field("value=%s", fmt_size(t->value)); break;
+	}
+	if (t->open_first) {
+		e = cuFileDriverOpen();
+		field("open=%s", E(e));
+		if (e.err != CU_FILE_SUCCESS) {
+			putchar('\n');
+			return 0;
+		}
+		field("set=%s", try_set(t));
+		field("get=%s", try_get(t));
+	} else {
+		field("set=%s", try_set(t));
+		field("get=%s", try_get(t));
+		e = cuFileDriverOpen();
+		field("open=%s", E(e));
+		if (e.err != CU_FILE_SUCCESS) {
+			putchar('\n');
+			return 0;
+		}
+		field("get_open=%s", try_get(t));
+	}
+	field("props=%s", try_props());
+	field("io=%s", try_io());
+	field("close=%s", E(cuFileDriverClose()));
+	putchar('\n');
+	return 0;
+}
+
+/* One running try: its process and what it printed so far. */
+struct ptrun {
+	pid_t pid;
+	int fd;
+	size_t idx;
+	char *buf;
+	size_t len, cap;
+	double start;
+	int done, status, timed_out;
+};
+
+#define TRY_TIMEOUT_S 60.0
+
+static int ptrun_start(struct ptrun *r, size_t idx)
+{
+	int pfd[2];
+	char idxs[32];
+	memset(r, 0, sizeof(*r));
+	r->idx = idx;
+	r->fd = -1;
+	if (pipe(pfd) != 0)
+		return -1;
+	snprintf(idxs, sizeof(idxs), "%zu", idx);
+	fflush(stdout);
+	r->pid = fork();
+	if (r->pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (r->pid == 0) {
+		char *args[] = {"differential", "--dir", g_dir, "--param-try", idxs, NULL};
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	close(pfd[1]);
+	r->fd = pfd[0];
+	r->start = mono_s();
+	return 0;
+}
+
+/* Reads what is there; returns 1 once the try's process has ended. */
+static int ptrun_poll(struct ptrun *r)
+{
+	char tmp[4096];
+	ssize_t n;
+	if (r->done)
+		return 1;
+	n = read(r->fd, tmp, sizeof(tmp));
+	if (n > 0) {
+		if (r->len + (size_t)n + 1 > r->cap) {
+			size_t cap = (r->len + (size_t)n + 1) * 2;
+			char *nb = realloc(r->buf, cap);
+			if (!nb)
+				return 0;
+			r->buf = nb;
+			r->cap = cap;
+		}
+		memcpy(r->buf + r->len, tmp, (size_t)n);
+		r->len += (size_t)n;
+		r->buf[r->len] = '\0';
+		return 0;
+	}
+	if (n < 0 && errno == EINTR)
+		return 0;
+	/* EOF (or a read error): the process is gone or going. */
+	close(r->fd);
+	r->fd = -1;
+	waitpid(r->pid, &r->status, 0);
+	r->done = 1;
+	return 1;
+}
+
+static void ptrun_print(struct ptrun *r)
+{
+	const struct ptry *t = &g_tries[r->idx];
+	size_t n = r->len;
+	while (n && r->buf[n - 1] == '\n')
+		n--;
+	if (n)
+		printf("%.*s", (int)n, r->buf);
+	else
+		printf("param\t%s\t%s\t%s\t%s", pkind_names[t->kind], t->pname, t->tname,
+		       t->open_first ? "open" : "closed");
+	if (r->timed_out)
+		printf("\tresult=TIMEOUT(%.0fs)", TRY_TIMEOUT_S);
+	else if (WIFSIGNALED(r->status))
+		printf("\tresult=CRASH(signal %d)", WTERMSIG(r->status));
+	else if (WIFEXITED(r->status) && WEXITSTATUS(r->status) != 0)
+		printf("\tresult=EXIT(%d)", WEXITSTATUS(r->status));
+	putchar('\n');
+	fflush(stdout);
+	free(r->buf);
+}
+
+static int g_param_jobs = 1;
+
+CASE(param_values)
+{
+	struct ptrun *run;
+	struct pollfd *pf;
+	size_t next = 0, printed = 0, i;
+	int jobs = g_param_jobs < 1 ? 1 : g_param_jobs > 64 ? 64 : g_param_jobs;
+
+	build_tries();
+	printf("# %s: %zu tries, %d at a time\n", name, g_ntries, jobs);
+	run = calloc(g_ntries, sizeof(*run));
+	pf = calloc((size_t)jobs, sizeof(*pf));
+	if (!run || !pf) {
+		out(name, "SETUP out of memory");
+		free(run);
+		free(pf);
+		return;
+	}
+	while (printed < g_ntries) {
+		size_t np = 0, running = 0, map[64];
+		for (i = printed; i < next; i++)
+			running += !run[i].done;
+		while (next < g_ntries && running < (size_t)jobs) {
+			if (ptrun_start(&run[next], next) != 0) {
+				run[next].done = 1;
+				run[next].status = 127 << 8;
+			} else {
+				running++;
+			}
+			next++;
+		}
+		for (i = printed; i < next && np < (size_t)jobs && np < 64; i++) {
+			if (run[i].done)
+				continue;
+			pf[np].fd = run[i].fd;
+			pf[np].events = POLLIN;
+			map[np++] = i;
+		}
+		if (np)
+			poll(pf, (nfds_t)np, 1000);
+		for (i = 0; i < np; i++) {
+			struct ptrun *r = &run[map[i]];
+			if (pf[i].revents)
+				ptrun_poll(r);
+			if (!r->done && mono_s() - r->start > TRY_TIMEOUT_S) {
+				kill(r->pid, SIGKILL);
+				r->timed_out = 1;
+			}
+		}
+		while (printed < next && run[printed].done)
+			ptrun_print(&run[printed++]);
+	}
+	free(run);
+	free(pf);
+	out(name, "%zu tries", g_ntries);
+}
+
 /* ------------------------------------------------------------- the table */
 
-enum { PRE_OPEN = 0, NEEDS_OPEN = 1, OPENS = 2 };
+/* EXPLICIT: run only when named (neither listed nor in the default run). */
+enum { PRE_OPEN = 0, NEEDS_OPEN = 1, OPENS = 2, EXPLICIT = 3 };
 
 static const struct tcase {
 	const char *name;
@@ -2118,6 +2759,7 @@ static const struct tcase {
 	C(async_stream_register_args, NEEDS_OPEN)
 	C(async_null_args, NEEDS_OPEN)
 	C(lifecycle, NEEDS_OPEN)
+	C(param_values, EXPLICIT)
 #undef C
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
@@ -2202,10 +2844,15 @@ int main(int argc, char **argv)
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--list")) {
 			for (i = 0; i < NCASES; i++)
-				puts(cases[i].name);
+				if (cases[i].mode != EXPLICIT)
+					puts(cases[i].name);
 			return 0;
 		} else if (!strcmp(argv[a], "--dir") && a + 1 < argc) {
 			snprintf(g_dir, sizeof(g_dir), "%s", argv[++a]);
+		} else if (!strcmp(argv[a], "--param-try") && a + 1 < argc) {
+			return param_try(strtoul(argv[a + 1], NULL, 10));
+		} else if (!strcmp(argv[a], "--param-jobs") && a + 1 < argc) {
+			g_param_jobs = atoi(argv[++a]);
 		} else {
 			const struct tcase *c = find_case(argv[a]);
 			if (!c) {
@@ -2218,7 +2865,8 @@ int main(int argc, char **argv)
 	}
 	if (nsel == 0)
 		for (i = 0; i < NCASES; i++)
-			sel[nsel++] = &cases[i];
+			if (cases[i].mode != EXPLICIT)
+				sel[nsel++] = &cases[i];
 
 	print_mapped_libcufile();
 	mkdir(g_dir, 0755);
