@@ -168,7 +168,7 @@ int driver_close(void)
 	batch_cancel_all();
 	pthread_mutex_lock(&state_lock);
 	if (inflight > 0) {
-		watchdog_wait_begin("cuFileDriverClose", NULL, -1,
+		watchdog_wait_begin("cuFileDriverClose", -1, -1,
 				    "the calls and the batch and stream operations still in flight to finish");
 		while (inflight > 0)
 			pthread_cond_wait(&state_cv, &state_lock);

@@ -569,7 +569,7 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 	struct pending pend[OCF_LANE_DEPTH] = {0};
 	struct fio_op ops[OCF_LANE_DEPTH];
 	bool reading[OCF_LANE_DEPTH] = {0};
-	struct ocf_ring *ring = uring_ring_get(lane);
+	struct ocf_ring *ring = lane_ring(lane);
 	int max_reads = ring ? ring_reads(lane) : 1;
 	int reads = 0, rr = 0;
 	bool more = true;
@@ -656,7 +656,7 @@ static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct
 	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
 	off_t off = io->off + (off_t)at;
 	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off,
-			      uring_ring_get(lane));
+			      lane_ring(lane));
 	if (w < 0) {
 		record_error(rq, p->idx, w);
 		return false;
@@ -927,7 +927,8 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	}
 	pthread_mutex_lock(&rq.lock);
 	if (rq.active > 0) {
-		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", io->h, io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
+		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", handle_watch_fd(io->h),
+				    io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
 				    "the engine threads helping with the request");
 		while (rq.active > 0)
 			pthread_cond_wait(&rq.cv, &rq.lock);

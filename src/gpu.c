@@ -274,6 +274,17 @@ static void arenas_free(struct ocf_pool *p)
 	p->arena_bytes = 0;
 }
 
+struct ocf_ring *lane_ring(struct ocf_lane *l)
+{
+	if (!l->ring) {
+		struct iovec iov[OCF_LANE_DEPTH];
+		for (int i = 0; i < l->depth; i++)
+			iov[i] = (struct iovec){.iov_base = l->bufs[i].buf, .iov_len = l->bufs[i].size};
+		l->ring = uring_ring_new(iov, l->depth);
+	}
+	return l->ring;
+}
+
 /* Events and stream of a lane; its buffers belong to the pool's arenas. */
 static void lane_free_buffers(struct ocf_lane *l)
 {
@@ -475,7 +486,7 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 		if (!waiting) {
 			waiting = true;
 			pthread_mutex_unlock(&p->lock);
-			watchdog_wait_begin("staged I/O", NULL, p->gpu->ordinal, "a free staging lane (all are in use)");
+			watchdog_wait_begin("staged I/O", -1, p->gpu->ordinal, "a free staging lane (all are in use)");
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
@@ -687,7 +698,7 @@ static CUresult event_wait(CUevent ev)
 
 CUresult gpu_event_wait(CUevent ev)
 {
-	watchdog_wait_begin("staged I/O", NULL, -1, "a staging copy to or from the GPU to finish (cuEventSynchronize)");
+	watchdog_wait_begin("staged I/O", -1, -1, "a staging copy to or from the GPU to finish (cuEventSynchronize)");
 	CUresult r = event_wait(ev);
 	watchdog_wait_end();
 	return r;

@@ -536,8 +536,8 @@ static int ring_wait(const struct ocf_ringplan *p, size_t k, const uint32_t *w, 
 			return 0;
 		ocf_cpu_relax();
 	}
-	watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync", op->io.h,
-			    op->gpu ? op->gpu->ordinal : -1,
+	watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync",
+			    handle_watch_fd(op->io.h), op->gpu ? op->gpu->ordinal : -1,
 			    op->write ? "the GPU to copy a chunk of device memory into its staging slot"
 				      : "the GPU to copy the previous chunk out of its staging slot");
 	struct timespec t0, now;
@@ -603,8 +603,8 @@ static int wait_queuing(struct stream_op *op, const atomic_size_t *count, size_t
 	       atomic_load_explicit(count, memory_order_acquire) <= k) {
 		if (!watching) {
 			watching = true;
-			watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync", op->io.h,
-					    op->gpu ? op->gpu->ordinal : -1,
+			watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync",
+					    handle_watch_fd(op->io.h), op->gpu ? op->gpu->ordinal : -1,
 					    "the submitting thread to finish queuing the operation's copies");
 		}
 		struct timespec ts = {0, ns};
