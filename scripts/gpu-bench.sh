@@ -49,6 +49,16 @@
 #   no udev changes - to check the script's logic on a machine without a GPU
 #   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
 #
+# Which tree was measured: the tree often arrives on the GPU machine as a
+# copy of a working tree whose .git is absent or stale, so the commit is
+# taken from, in order: GPU_BENCH_COMMIT; a file COMMIT at the repository
+# root, written by whoever sends the tree (e.g. `git describe --always
+# --dirty > COMMIT`; an untracked file travels with the tree); `git
+# describe --always --dirty` only when .git is there and its HEAD holds this
+# very src/; else "unknown".  Every report also prints a hash of src/ (file
+# names and contents) that anyone can recompute from a checkout:
+#   find src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+#
 # Output: compact progress and the final markdown table on stdout (also in
 # $OUT/bench-table.md); every gdsio and ceilings output in $OUT/bench.log
 # ($OUT/bench-raw.log when stdout already goes to $OUT/bench.log, as under
@@ -115,6 +125,27 @@ SWEEP_SVG=$OUT/sweep.svg
 DATA=$SCRATCH/bench.dat
 WDATA=$SCRATCH/bench-write.dat
 RUNOUT=$SCRATCH/run.out
+
+# The commit and src/ hash the reports name (see the header).
+tree_commit() {
+	local c
+	if [ -n "${GPU_BENCH_COMMIT:-}" ]; then
+		echo "$GPU_BENCH_COMMIT"
+	elif [ -s "$ROOT/COMMIT" ]; then
+		head -c 64 "$ROOT/COMMIT" | head -1 | tr -cd 'A-Za-z0-9._+-'
+	elif [ -e "$ROOT/.git" ] && c=$(git -C "$ROOT" describe --always --dirty 2>/dev/null) &&
+		[ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" = "$ROOT" ] &&
+		git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null &&
+		[ -z "$(git -C "$ROOT" ls-files --others --exclude-standard -- src 2>/dev/null)" ]; then
+		echo "$c"
+	else
+		echo unknown
+	fi
+}
+src_hash() {
+	(cd "$ROOT" && find src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+TREE_ID="commit $(tree_commit), src $(src_hash)"
 
 elapsed() { echo $((SECONDS - T0)); }
 left() { echo $((BUDGET - (SECONDS - T0))); }
@@ -420,7 +451,7 @@ sweep() {
 	# The cold workloads dropped the cache: warm the file again (CPU only).
 	env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
 	{
-		echo "# sweep: $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${GPU_BENCH_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)}, ${gpu:-no GPU (dry run?)}, gdsio $SW_ARGS, data set $SIZE, ${cell}s per cell"
+		echo "# sweep: $(date -u '+%Y-%m-%d %H:%M UTC'), $TREE_ID, ${gpu:-no GPU (dry run?)}, gdsio $SW_ARGS, data set $SIZE, ${cell}s per cell"
 		echo "lib,threads,size_mib,GBps,cpu_s_per_GB,status"
 	} >"$SWEEP_CSV"
 	local T0S=$SECONDS
@@ -593,7 +624,7 @@ print_table() {
 	{
 		echo
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-		echo "## gpu-bench $(date -u '+%Y-%m-%d %H:%M UTC'), commit ${GPU_BENCH_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)}, ${gpu:-no GPU (dry run?)}, $(nproc) CPUs"
+		echo "## gpu-bench $(date -u '+%Y-%m-%d %H:%M UTC'), $TREE_ID, ${gpu:-no GPU (dry run?)}, $(nproc) CPUs"
 		echo
 		echo "Data set $SIZE (cold reads $COLD), $REPS timed repetitions after one verified (-V) repetition, median (min-max);"
 		echo "ratio = ours/NVIDIA for GB/s, NVIDIA/ours for times (> 1: ours better). 'met' judges ours against the target."

@@ -5,7 +5,7 @@
 # library and gdsio, then runs the warm device-read workloads under the
 # engine's tuning variables (OPENCUFILE_IO_THREADS, OPENCUFILE_CHUNK_KB,
 # OPENCUFILE_MIN_CHUNK_KB, OPENCUFILE_EVENT_SPIN, OPENCUFILE_STREAM_NONBLOCKING,
-# OPENCUFILE_SMALL_SYNC_KB, OPENCUFILE_EVENT_POLL_US) and prints one line per
+# OPENCUFILE_EVENT_POLL_US) and prints one line per
 # configuration.
 #
 #   scripts/gpu-tune.sh "label:VAR=v VAR=v" ...   (no arguments: a default set)

@@ -18,6 +18,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "request.h"
 #include "stream.h"
 
 static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_p,
@@ -32,13 +33,9 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
 	if (r)
 		return api_status(r);
 	if (!stream || !cuda_available()) {
-		ssize_t n = api_io(fh, base, *size_p, *file_offset_p, *buf_offset_p, write, true);
+		ssize_t n = request_io(fh, base, *size_p, *file_offset_p, *buf_offset_p, write, true);
 		driver_exit();
-		if (n < 0 && !ocf_is_cufile_err(n)) {
-			errno = (int)-n;
-			n = -1;
-		}
-		*bytes_p = n;
+		*bytes_p = api_io_result(n);
 		return api_status(0);
 	}
 	/* A handle that is not registered now fails the call rather than the

@@ -84,9 +84,9 @@ static void *executor_main(void *arg)
 	struct async_exec *ex = arg;
 	prof_name_thread(ex->cuda ? "cufile-batch" : "cufile-stream", 0);
 	/* A stream operation's application stream may be blocked (wait
-	 * value) until I/O of ours finishes: a synchronous legacy-stream copy
-	 * made by a batch thread could queue behind it. */
-	engine_thread_no_sync_copies(ex->cuda);
+	 * value) until I/O of ours finishes: a copy on a blocking stream made
+	 * by a batch thread could queue behind it. */
+	engine_thread_nonblocking_copies(ex->cuda);
 	engine_thread_no_cuda(!ex->cuda);
 	pthread_mutex_lock(&ex->lock);
 	ex->starting--;

@@ -70,7 +70,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
 #include "async.h"
 #include "batch_io.h"
 #include "config.h"

@@ -92,7 +92,8 @@ static void finish(struct bio_worker *w, struct bio_item *it, ssize_t result)
 		it->owns_handle = false;
 	}
 	if (result < 0)
-		api_io_log_failure(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write, result);
+		request_log_failure(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write,
+				    result);
 	it->next = NULL;
 	if (w->done_tail)
 		w->done_tail->next = it;
@@ -422,8 +423,8 @@ static void stage(struct bio_worker *w, struct bio_item *it)
 void bio_add(struct bio_worker *w, struct bio_item *it)
 {
 	it->copied = false;
-	ssize_t r = api_io_prepare(it->fh, it->base, it->size, it->file_offset, it->buf_offset, &w->cache, &it->io,
-				   &it->owns_handle);
+	ssize_t r = request_prepare(it->fh, it->base, it->size, it->file_offset, it->buf_offset, &w->cache,
+				    &it->io, &it->owns_handle);
 	if (r || it->size == 0) {
 		finish(w, it, r);
 		return;
@@ -448,5 +449,5 @@ void bio_add(struct bio_worker *w, struct bio_item *it)
 void bio_end(struct bio_worker *w)
 {
 	drain(w);
-	api_io_cache_drop(&w->cache);
+	request_cache_drop(&w->cache);
 }

@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "api.h"
 #include "cufile.h"
 #include "engine.h"
 #include "gpu.h"
+#include "request.h"
 
 /* One request.  The caller fills the first group of fields before
  * bio_add(); `result` is set (bytes, or -errno / -CU_FILE_*, as the
@@ -54,7 +54,7 @@ struct bio_buf {
 struct bio_worker {
 	bio_done_fn done;
 	void *arg;
-	struct api_io_cache cache;
+	struct request_cache cache;
 	struct ocf_lane *lane; /* held while device items are staged */
 	struct ocf_gpu *gpu;   /* the lane's GPU; its primary context is current */
 	bool dirty;            /* a CUDA failure: the lane's stream may hold copies */

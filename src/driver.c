@@ -13,6 +13,12 @@
  * An implicit open (from register/read/write) is an ordinary open whose
  * reference is taken by the library; a later cuFileDriverClose releases it.
  *
+ * What the subsystems do at open, at close and at process exit is not
+ * written here but in one ordered table (lifecycle.c, see driver.h): this
+ * file runs its rows at the right moments and under the right locks, and
+ * includes no subsystem, so subsystems can call back (driver_hold, ...)
+ * without an include circle.
+ *
  * fork(): the child of a process that has used the library inherits its
  * state but not its threads, and any lock another thread held at the fork
  * stays held forever in the child (state_lock during an open or close, a
@@ -33,19 +39,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "async.h"
-#include "batch.h"
-#include "buffer.h"
-#include "config.h"
-#include "cuda_loader.h"
-#include "engine.h"
-#include "gpu.h"
-#include "handle.h"
 #include "internal.h"
 #include "log.h"
-#include "profile.h"
-#include "stats.h"
-#include "stream.h"
 #include "watchdog.h"
 
 /* state_lock protects open_count, is_open, closing and inflight. */
@@ -97,26 +92,31 @@ int driver_process_check(void)
 	return 0;
 }
 
+static void run_phase(enum driver_phase phase)
+{
+	for (size_t i = 0; i < driver_lifecycle_len; i++)
+		if (driver_lifecycle[i].phase == phase)
+			driver_lifecycle[i].run();
+}
+
+static void run_exit_phase(void) { run_phase(DRIVER_EXIT); }
+
+/* Caller holds state_lock (DRIVER_OPEN rows call this). */
+void driver_arm_exit(void)
+{
+	static bool armed;
+	if (!armed) {
+		armed = true;
+		atexit(run_exit_phase);
+	}
+}
+
 /* Caller holds state_lock; state is closed and not closing. */
 static int open_locked(void)
 {
-	/* cufile.json, environment and staged parameters; configures the log. */
-	config_apply_at_open();
-	cuda_load();
-	/* After cuInit, so that it runs before the driver's own teardown. */
-	static bool exit_hook;
-	if (cuda_available() && !exit_hook) {
-		exit_hook = true;
-		atexit(stream_release_all_at_exit);
-	}
-	/* Every staging lane of the GPUs already in use, now: no lane is
-	 * created once asynchronous work of ours can be waiting. */
-	prof_configure(false);
-	gpu_prewarm_start(engine_participants());
-	watchdog_start();
+	run_phase(DRIVER_OPEN);
 	is_open = true;
 	open_count = 1;
-	log_info("driver opened (%s)", cuda_available() ? "CUDA available" : "host memory only");
 	return 0;
 }
 
@@ -163,36 +163,24 @@ int driver_close(void)
 		return OCF_ERR(CU_FILE_DRIVER_CLOSING);
 	}
 	closing = true;
-	/* Batch entries not started yet are cancelled rather than run; the
-	 * wait below then also covers asynchronous operations, which hold an
-	 * in-flight reference until they complete (driver_hold). */
+	/* The wait below also covers asynchronous operations, which hold an
+	 * in-flight reference until they complete (driver_hold); the rows
+	 * before it may drop some (cancelled batch entries). */
 	pthread_mutex_unlock(&state_lock);
-	batch_cancel_all();
+	run_phase(DRIVER_CLOSE_BEGIN);
 	pthread_mutex_lock(&state_lock);
 	if (inflight > 0) {
-		watchdog_wait_begin("cuFileDriverClose", NULL, -1,
+		watchdog_wait_begin("cuFileDriverClose", -1, -1,
 				    "the calls and the batch and stream operations still in flight to finish");
 		while (inflight > 0)
 			pthread_cond_wait(&state_cv, &state_lock);
 		watchdog_wait_end();
 	}
 	/* No call is in flight and none can start: tear down. */
-	batch_teardown();
-	stream_teardown();
-	async_shutdown();
-	ocf_engine->shutdown();
-	handle_deregister_all();
-	buf_deregister_all();
-	gpu_teardown_all();
-	stats_at_close(); /* the stats snapshot file, if configured */
-	prof_report();
-	watchdog_stop();
-	config_forget_preview();
+	run_phase(DRIVER_CLOSE);
 	open_count = 0;
 	is_open = false;
 	closing = false;
-	log_info("driver closed");
-	log_close(); /* no descriptor outlives the driver; reopened on demand */
 	pthread_cond_broadcast(&state_cv);
 	pthread_mutex_unlock(&state_lock);
 	return 0;

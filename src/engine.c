@@ -62,7 +62,6 @@ struct request {
 	size_t chunk;   /* chunk size */
 	size_t skew0;   /* off % alignment: chunk 0 is that much shorter */
 	size_t nchunks;
-	bool small; /* one small chunk: copies are synchronous */
 	bool nonblocking; /* submitted by the executor: copy on non-blocking streams */
 	const struct ocf_ringplan *plan; /* a stream operation's ring (no CUDA here) */
 	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
@@ -95,39 +94,16 @@ static pthread_t *workers;
 static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
 
-
-/* Requests up to this size into device memory copy synchronously from the
- * staging buffer (OPENCUFILE_SMALL_SYNC_KB; default 0: never).  For a few
- * KiB cuMemcpyHtoD returns sooner than an asynchronous copy plus an event
- * wait, but on the real driver a synchronous copy to or from pinned memory
- * holds the context's API lock until the copy is done, and the copy can be
- * held up by an application stream that waits for one of our stream
- * operations (streams share the GPU's hardware work queues): a host-
- * function launch for the next stream operation then waits for that lock,
- * forever if the file read behind the wait never ends (seen on an H100:
- * docs/reliability.md, "Hangs").  Event waits hold no lock.  Read once per
- * process. */
-static size_t small_sync_bytes(void)
-{
-	static size_t v = (size_t)-1;
-	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur == (size_t)-1) {
-		const char *env = ocf_getenv("OPENCUFILE_SMALL_SYNC_KB");
-		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : 0;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
-}
 static bool running, shutting_down;
 
-/* Set on the asynchronous executor's threads (async.c): a synchronous
- * cuMemcpyHtoD/DtoH (legacy default stream) issued there can queue behind
- * an application stream that is blocked in cuStreamWaitValue32 until this
- * very I/O completes (seen on an H200: a deadlock), so those threads
- * always copy on their lane's stream and wait for its event. */
-static __thread bool no_sync_copies;
+/* Set on the asynchronous executor's threads (async.c): a copy on a
+ * blocking stream issued there can queue behind an application stream that
+ * is blocked in cuStreamWaitValue32 until this very I/O completes (seen on
+ * an H200: a deadlock with the legacy default stream), so requests those
+ * threads submit copy on their lanes' non-blocking streams. */
+static __thread bool nonblocking_copies;
 
-void engine_thread_no_sync_copies(bool on) { no_sync_copies = on; }
+void engine_thread_nonblocking_copies(bool on) { nonblocking_copies = on; }
 
 /* Set on the stream executor's threads (async.c): see engine.h. */
 static __thread bool no_cuda;
@@ -230,7 +206,6 @@ static int pool_start(void)
 		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
 		if (env && *env)
 			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
-
 		running = true;
 		log_debug("engine: %d worker thread(s), chunks of at least %zu KiB", nworkers, min_chunk_bytes / 1024);
 	}
@@ -439,21 +414,17 @@ static bool host_vec_needs_stage(const struct ocf_io *io)
 	return io->h->odirect || io->h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS;
 }
 
-/* Copies n bytes between staging memory and bytes [at, at+n) of the
- * request's device memory: on `stream` when async, else synchronously.
- * A vectored request takes one copy per piece the range touches. */
-static CUresult dev_copy(const struct ocf_io *io, bool to_dev, size_t at, char *host, size_t n, bool async,
-			 CUstream stream)
+/* Queues copies of n bytes between staging memory and bytes [at, at+n) of
+ * the request's device memory on `stream`.  A vectored request takes one
+ * copy per piece the range touches. */
+static CUresult dev_copy(const struct ocf_io *io, bool to_dev, size_t at, char *host, size_t n, CUstream stream)
 {
 	size_t done = 0;
 	for (size_t i = io->segs ? seg_find(io, at) : 0; done < n; i++) {
 		size_t k = n - done;
 		CUdeviceptr d = io->segs ? (CUdeviceptr)seg_part(io, i, at + done, k, &k) : io->t.dev + at;
-		CUresult r;
-		if (to_dev)
-			r = async ? ocf_cu.MemcpyHtoDAsync(d, host + done, k, stream) : ocf_cu.MemcpyHtoD(d, host + done, k);
-		else
-			r = async ? ocf_cu.MemcpyDtoHAsync(host + done, d, k, stream) : ocf_cu.MemcpyDtoH(host + done, d, k);
+		CUresult r = to_dev ? ocf_cu.MemcpyHtoDAsync(d, host + done, k, stream)
+				    : ocf_cu.MemcpyDtoHAsync(host + done, d, k, stream);
 		if (r != CUDA_SUCCESS)
 			return r;
 		done += k;
@@ -504,6 +475,34 @@ static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lan
 	return rq->nonblocking ? lane->nb_stream : lane->stream;
 }
 
+/* Copies a chunk between buffer j of the lane and the device.  Memory of
+ * the GPU's primary context: queued on the lane's stream with buffer j's
+ * event recorded after it, *busy set when busy is not NULL (wait_copy
+ * waits for the event).
+ * Memory of another context (which the lane's stream cannot carry): on
+ * that context's legacy stream, ordered with its work as a synchronous copy
+ * would be (on executor threads too), and waited for at once with
+ * cuStreamSynchronize, which holds no lock of the driver while it waits:
+ * a synchronous cuMemcpyHtoD/DtoH to pinned memory keeps the context's
+ * lock until the copy is done (docs/reliability.md, "Hangs", cause 4). */
+static CUresult chunk_copy(const struct request *rq, struct ocf_lane *lane, int j, bool to_dev, size_t at, char *host,
+			   size_t n, bool *busy)
+{
+	const struct ocf_io *io = rq->io;
+	CUstream stream = io->t.use_stream ? lane_stream(rq, lane) : CU_STREAM_LEGACY;
+	uint64_t t0 = prof_now();
+	CUresult r = dev_copy(io, to_dev, at, host, n, stream);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!io->t.use_stream)
+		return ocf_cu.StreamSynchronize(stream);
+	r = ocf_cu.EventRecord(lane->ev[j], stream);
+	prof_time(PROF_T_SUBMIT, t0);
+	if (r == CUDA_SUCCESS && busy)
+		*busy = true;
+	return r;
+}
+
 struct pending {
 	size_t idx;
 	int buf;
@@ -515,8 +514,8 @@ struct pending {
 static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending *p)
 {
 	p->busy = false;
-	if (!rq->io->t.use_stream || rq->small)
-		return true; /* the copy was synchronous */
+	if (!rq->io->t.use_stream)
+		return true; /* waited for when it was queued (chunk_copy) */
 	CUresult r = gpu_event_wait(lane->ev[p->buf], p->bytes);
 	if (r != CUDA_SUCCESS) {
 		record_error(rq, p->idx, cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
@@ -538,20 +537,8 @@ static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, st
 	}
 	if (got > 0) {
 		char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
-		CUresult r;
-		if (io->t.use_stream && !rq->small) {
-			uint64_t t0 = prof_now();
-			r = dev_copy(io, true, at, src, (size_t)got, true, lane_stream(rq, lane));
-			if (r == CUDA_SUCCESS)
-				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
-			prof_time(PROF_T_SUBMIT, t0);
-			if (r == CUDA_SUCCESS) {
-				p->busy = true;
-				p->bytes = (size_t)got;
-			}
-		} else {
-			r = dev_copy(io, true, at, src, (size_t)got, false, NULL);
-		}
+		CUresult r = chunk_copy(rq, lane, j, true, at, src, (size_t)got, &p->busy);
+		p->bytes = (size_t)got;
 		if (r != CUDA_SUCCESS) {
 			record_error(rq, p->idx, cuda_fail("host to device copy", r));
 			return false;
@@ -583,7 +570,7 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 	struct pending pend[OCF_LANE_DEPTH] = {0};
 	struct fio_op ops[OCF_LANE_DEPTH];
 	bool reading[OCF_LANE_DEPTH] = {0};
-	struct ocf_ring *ring = uring_ring_get(lane);
+	struct ocf_ring *ring = lane_ring(lane);
 	int max_reads = ring ? ring_reads(lane) : 1;
 	int reads = 0, rr = 0;
 	bool more = true;
@@ -679,7 +666,7 @@ static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct
 	off_t off = io->off + (off_t)at;
 	uint64_t t0 = prof_now();
 	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off,
-			      uring_ring_get(lane));
+			      lane_ring(lane));
 	prof_time(PROF_T_FILE, t0);
 	if (w > 0)
 		prof_bytes((size_t)w);
@@ -706,16 +693,7 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
 		off_t off = io->off + (off_t)at;
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
-		CUresult r;
-		if (io->t.use_stream && !rq->small) {
-			uint64_t t0 = prof_now();
-			r = dev_copy(io, false, at, stage, n, true, lane_stream(rq, lane));
-			if (r == CUDA_SUCCESS)
-				r = ocf_cu.EventRecord(lane->ev[j], lane_stream(rq, lane));
-			prof_time(PROF_T_SUBMIT, t0);
-		} else {
-			r = dev_copy(io, false, at, stage, n, false, NULL);
-		}
+		CUresult r = chunk_copy(rq, lane, j, false, at, stage, n, NULL);
 		if (r != CUDA_SUCCESS) {
 			record_error(rq, idx, cuda_fail("device to host copy", r));
 			break;
@@ -914,9 +892,8 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 	 * they may keep thread-local state, and a callback that calls the API
 	 * again must nest on the thread that holds the driver gate. */
 	if (ocf_cfg.parallel_io && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024 &&
-	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
+	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		helpers = pool_start();
-	}
 	if (rq.plan) {
 		/* The chunks the copies were queued for. */
 		rq.chunk = rq.plan->chunk;
@@ -927,10 +904,7 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 		rq.skew0 = (size_t)io->off % fio_align(io->h);
 		rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
 	}
-	/* A vectored request's copies go on the lane's stream with one event,
-	 * not one synchronous copy per piece. */
-	rq.small = !rq.plan && !io->segs && rq.nchunks == 1 && io->len <= small_sync_bytes() && !no_sync_copies;
-	rq.nonblocking = no_sync_copies;
+	rq.nonblocking = nonblocking_copies;
 	atomic_init(&rq.next, 0);
 	atomic_init(&rq.stop, rq.nchunks);
 	rq.err_idx = rq.short_idx = rq.nchunks;
@@ -977,7 +951,8 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 	t0 = prof_now();
 	pthread_mutex_lock(&rq.lock);
 	if (rq.active > 0) {
-		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", io->h, io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
+		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", handle_watch_fd(io->h),
+				    io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
 				    "the engine threads helping with the request");
 		while (rq.active > 0)
 			pthread_cond_wait(&rq.cv, &rq.lock);

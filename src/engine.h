@@ -98,9 +98,10 @@ static inline size_t ocf_chunk_len(size_t chunk, size_t skew0, size_t len, size_
 /* Threads that may work on requests at once: workers plus one caller. */
 int engine_participants(void);
 
-/* On the calling thread, never copy with the synchronous (legacy default
- * stream) calls; the asynchronous executor's threads need this. */
-void engine_thread_no_sync_copies(bool on);
+/* On the calling thread, submit requests whose copies go on the lanes'
+ * non-blocking streams, not ordered with the legacy default stream; the
+ * asynchronous executor's threads need this (engine.c). */
+void engine_thread_nonblocking_copies(bool on);
 /* On the calling thread, refuse requests that would call CUDA (device
  * memory without a ring plan) with CU_FILE_CUDA_MEMORY_TYPE_INVALID: the
  * stream executor's threads must never call the driver. */

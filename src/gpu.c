@@ -275,6 +275,17 @@ static void arenas_free(struct ocf_pool *p)
 	p->arena_bytes = 0;
 }
 
+struct ocf_ring *lane_ring(struct ocf_lane *l)
+{
+	if (!l->ring) {
+		struct iovec iov[OCF_LANE_DEPTH];
+		for (int i = 0; i < l->depth; i++)
+			iov[i] = (struct iovec){.iov_base = l->bufs[i].buf, .iov_len = l->bufs[i].size};
+		l->ring = uring_ring_new(iov, l->depth);
+	}
+	return l->ring;
+}
+
 /* Events and stream of a lane; its buffers belong to the pool's arenas. */
 static void lane_free_buffers(struct ocf_lane *l)
 {
@@ -466,7 +477,7 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 		if (!waiting) {
 			waiting = true;
 			pthread_mutex_unlock(&p->lock);
-			watchdog_wait_begin("staged I/O", NULL, p->gpu->ordinal, "a free staging lane (all are in use)");
+			watchdog_wait_begin("staged I/O", -1, p->gpu->ordinal, "a free staging lane (all are in use)");
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
@@ -697,7 +708,7 @@ CUresult gpu_event_wait(CUevent ev, size_t bytes)
 		prof_wait(PROF_WAIT_DONE, t0);
 		return r;
 	}
-	watchdog_wait_begin("staged I/O", NULL, -1, "a staging copy to or from the GPU to finish");
+	watchdog_wait_begin("staged I/O", -1, -1, "a staging copy to or from the GPU to finish");
 	if (mode == EV_HYBRID && bytes <= spin_bytes()) {
 		uint64_t start = now_ns(), budget = spin_budget_ns(bytes);
 		do {

@@ -10,9 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Largest file alignment a handle may need; staging buffers leave this much
- * room around a chunk so an aligned read covering it fits. */
-#define OCF_MAX_ALIGN 65536u
 /* Staging buffers per lane: one being filled by the file while the others
  * are in flight to or from the GPU. */
 #define OCF_LANE_DEPTH 3
@@ -107,6 +104,11 @@ void pool_put(struct ocf_lane *lane);
 void pool_discard(struct ocf_lane *lane);
 /* Staging chunk size of the lanes (bytes). */
 size_t pool_chunk(const struct ocf_pool *pool);
+
+/* The lane's io_uring ring (uring.h), set up at its first use with the
+ * lane's buffers; NULL when file I/O goes through pread/pwrite.  The lane's
+ * owner is the only user. */
+struct ocf_ring *lane_ring(struct ocf_lane *lane);
 
 /* Waits for a lane's event marking a copy of `bytes` (the last of those it
  * covers): polled briefly when the copy is short, else slept for in the

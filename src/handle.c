@@ -29,9 +29,9 @@
 
 #include "config.h"
 #include "fault.h"
-#include "gpu.h"
 #include "internal.h"
 #include "log.h"
+#include "watchdog.h"
 
 #define SLOT_BITS 24
 #define SLOT_MASK ((1ull << SLOT_BITS) - 1)
@@ -379,6 +379,13 @@ int handle_deregister(CUfileHandle_t fh)
 	if (last)
 		handle_free(h);
 	return 0;
+}
+
+int handle_watch_fd(const struct ocf_handle *h)
+{
+	if (!h)
+		return -1;
+	return h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS ? WATCHDOG_USERSPACE_FS : h->fd;
 }
 
 void handle_deregister_all(void)

@@ -47,6 +47,9 @@ int handle_deregister(CUfileHandle_t fh);
  * forged (it is never dereferenced before it is found in the table). */
 struct ocf_handle *handle_get(CUfileHandle_t fh);
 void handle_put(struct ocf_handle *h);
+/* The file of h as watchdog_wait_begin() takes it: the descriptor, -1 for
+ * no handle, or WATCHDOG_USERSPACE_FS. */
+int handle_watch_fd(const struct ocf_handle *h);
 /* Deregisters every handle (driver close). */
 void handle_deregister_all(void);
 

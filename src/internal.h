@@ -25,6 +25,11 @@
 #define OCF_ERR(code) (-(long)(code))
 static inline bool ocf_is_cufile_err(long r) { return r <= -CUFILEOP_BASE_ERR; }
 
+/* Largest file alignment a handle may need (handle.c caps what the file
+ * system asks for at this); staging buffers leave this much room around a
+ * chunk so that an aligned read covering it fits (gpu.c, stream.c). */
+#define OCF_MAX_ALIGN 65536u
+
 #define OCF_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define OCF_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define OCF_ALIGN_DOWN(x, a) ((x) / (a) * (a))

@@ -95,7 +95,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "api.h"
 #include "async.h"
 #include "config.h"
 #include "cuda_loader.h"
@@ -106,6 +105,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "request.h"
 #include "stats.h"
 #include "watchdog.h"
 
@@ -214,7 +214,7 @@ struct stream_op {
 	struct flag *flag;
 	uint32_t target;
 	/* Host memory with all parameters fixed: resolved at submission
-	 * (prep: the result of api_io_prepare, io and owns_handle what it
+	 * (prep: the result of request_prepare, io and owns_handle what it
 	 * produced). */
 	bool prepared, owns_handle;
 	ssize_t prep;
@@ -537,8 +537,8 @@ static int ring_wait(const struct ocf_ringplan *p, size_t k, const uint32_t *w, 
 			return 0;
 		ocf_cpu_relax();
 	}
-	watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync", op->io.h,
-			    op->gpu ? op->gpu->ordinal : -1,
+	watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync",
+			    handle_watch_fd(op->io.h), op->gpu ? op->gpu->ordinal : -1,
 			    op->write ? "the GPU to copy a chunk of device memory into its staging slot"
 				      : "the GPU to copy the previous chunk out of its staging slot");
 	struct timespec t0, now;
@@ -604,8 +604,8 @@ static int wait_queuing(struct stream_op *op, const atomic_size_t *count, size_t
 	       atomic_load_explicit(count, memory_order_acquire) <= k) {
 		if (!watching) {
 			watching = true;
-			watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync", op->io.h,
-					    op->gpu ? op->gpu->ordinal : -1,
+			watchdog_wait_begin(op->write ? "cuFileWriteAsync" : "cuFileReadAsync",
+					    handle_watch_fd(op->io.h), op->gpu ? op->gpu->ordinal : -1,
 					    "the submitting thread to finish queuing the operation's copies");
 		}
 		struct timespec ts = {0, ns};
@@ -671,7 +671,8 @@ static ssize_t run_ring_op(struct stream_op *op)
 	} else {
 		io.off = foff;
 	}
-	ssize_t ret = api_io_run(op->fh, op->base, op->size, io.off, op->buf_offset, op->write, t0, 0, &io, false);
+	ssize_t ret =
+	    request_run(op->fh, op->base, op->size, io.off, op->buf_offset, op->write, t0, 0, &io, false);
 	/* Whether *bytes_p is ours: known once the last wait is queued (then
 	 * the stream may be waiting for us: no waiting for the submitter), or
 	 * once queuing failed before it (then nothing waits for us). */
@@ -727,8 +728,8 @@ static void op_run(struct async_op *aop)
 		r = run_ring_op(op);
 	} else if (op->prepared) {
 		/* Checked and resolved at submission: only the I/O is left. */
-		r = api_io_run(op->fh, op->base, op->size, op->file_offset, op->buf_offset, op->write,
-			       stats_io_begin(), op->prep, &op->io, op->owns_handle);
+		r = request_run(op->fh, op->base, op->size, op->file_offset, op->buf_offset, op->write,
+				stats_io_begin(), op->prep, &op->io, op->owns_handle);
 		op->owns_handle = false;
 	} else {
 		/* The stream reached the operation: read the parameters now.
@@ -737,7 +738,7 @@ static void op_run(struct async_op *aop)
 		size_t size = op->fixed & CU_FILE_STREAM_FIXED_FILE_SIZE ? op->size : *op->size_p;
 		off_t foff = op->fixed & CU_FILE_STREAM_FIXED_FILE_OFFSET ? op->file_offset : *op->file_offset_p;
 		off_t boff = op->fixed & CU_FILE_STREAM_FIXED_BUF_OFFSET ? op->buf_offset : *op->buf_offset_p;
-		r = api_io(op->fh, op->base, size, foff, boff, op->write, true);
+		r = request_io(op->fh, op->base, size, foff, boff, op->write, true);
 	}
 	op_complete(op, r);
 }
@@ -970,8 +971,9 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 	/* Which memory, and the handle: with the submission's values (the
 	 * file offset does not matter to the resolution). */
 	bool owns = false;
-	ssize_t prep = api_io_prepare(fh, base, op->size, op->fixed & CU_FILE_STREAM_FIXED_FILE_OFFSET ? op->file_offset : 0,
-				      op->buf_offset, NULL, &op->io, &owns);
+	ssize_t prep = request_prepare(fh, base, op->size,
+				       op->fixed & CU_FILE_STREAM_FIXED_FILE_OFFSET ? op->file_offset : 0,
+				       op->buf_offset, NULL, &op->io, &owns);
 	op->owns_handle = owns;
 	if (prep == 0 && op->size > 0 && op->io.t.device) {
 		/* No lane, stream or event is needed (nor created: the

@@ -2,11 +2,12 @@
 /*
  * uring.c - io_uring for the file side of staged I/O.
  *
- * DESIGN: a ring belongs to a staging lane (gpu.h), created at the lane's
- * first staged transfer and destroyed with the lane.  A lane is used by one
+ * DESIGN: a ring belongs to a staging lane (gpu.h, which creates it at the
+ * lane's first staged transfer through uring_ring_new and destroys it with
+ * the lane; this file knows buffers, not lanes).  A lane is used by one
  * thread at a time, so its ring needs no lock and is never shared between
  * threads that run at once; the ring's memory and the lane's buffers are
- * kept together.  The lane's OCF_LANE_DEPTH staging buffers are registered
+ * kept together.  The lane's staging buffers are registered
  * (io_uring_register_buffers), so reads and writes of staged chunks go as
  * READ_FIXED/WRITE_FIXED: the kernel does not look up and pin the pages of
  * every request.  Where registration is refused (RLIMIT_MEMLOCK for
@@ -30,7 +31,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "gpu.h"
 #include "internal.h"
 #include "fault.h"
 #include "log.h"
@@ -67,11 +67,11 @@ enum ocf_io_backend uring_backend(void)
 struct ocf_ring {
 	struct io_uring ring;
 	bool fixed; /* the lane's buffers are registered */
-	struct iovec iov[OCF_LANE_DEPTH];
-	int nbufs;
 	unsigned queued;   /* prepared, not yet submitted */
 	unsigned inflight; /* prepared or submitted, not yet reaped */
 	bool broken;       /* a submission or wait failed */
+	int nbufs;
+	struct iovec iov[]; /* the lane's buffers, nbufs of them */
 };
 
 /* Set once io_uring failed to start: from then on every lane uses
@@ -80,19 +80,19 @@ struct ocf_ring {
 static bool uring_unavailable;
 
 /* Entries per ring: a lane never has more transfers in flight than it has
- * buffers; the ring is sized for that, a power of two. */
+ * buffers; the ring is sized for that (the kernel rounds up to a power of
+ * two). */
 #define RING_ENTRIES 4
 
-struct ocf_ring *uring_ring_get(struct ocf_lane *lane)
+struct ocf_ring *uring_ring_new(const struct iovec *bufs, int nbufs)
 {
-	if (lane->ring)
-		return lane->ring;
 	if (uring_backend() == OCF_IO_PSYNC || __atomic_load_n(&uring_unavailable, __ATOMIC_RELAXED))
 		return NULL;
-	struct ocf_ring *r = calloc(1, sizeof(*r));
+	struct ocf_ring *r = calloc(1, sizeof(*r) + (size_t)nbufs * sizeof(r->iov[0]));
 	if (!r)
 		return NULL;
-	int e = io_uring_queue_init(RING_ENTRIES, &r->ring, 0);
+	unsigned entries = (unsigned)OCF_MAX(nbufs, RING_ENTRIES);
+	int e = io_uring_queue_init(entries, &r->ring, 0);
 	if (e < 0) {
 		free(r);
 		/* Log once per process: the exchange returns the old value. */
@@ -101,9 +101,8 @@ struct ocf_ring *uring_ring_get(struct ocf_lane *lane)
 				 strerror(-e));
 		return NULL;
 	}
-	for (int i = 0; i < lane->depth; i++)
-		r->iov[i] = (struct iovec){.iov_base = lane->bufs[i].buf, .iov_len = lane->bufs[i].size};
-	r->nbufs = lane->depth;
+	memcpy(r->iov, bufs, (size_t)nbufs * sizeof(r->iov[0]));
+	r->nbufs = nbufs;
 	e = -fault_errno(OCF_FAULT_URING_REGBUF);
 	if (!e)
 		e = io_uring_register_buffers(&r->ring, r->iov, (unsigned)r->nbufs);
@@ -114,8 +113,7 @@ struct ocf_ring *uring_ring_get(struct ocf_lane *lane)
 			log_info("io_uring: staging buffers not registered (%s): plain reads and writes",
 				 strerror(-e));
 	}
-	log_debug("io_uring: ring of %u entries, %s buffers", RING_ENTRIES, r->fixed ? "fixed" : "unregistered");
-	lane->ring = r;
+	log_debug("io_uring: ring of %u entries, %s buffers", entries, r->fixed ? "fixed" : "unregistered");
 	return r;
 }
 
@@ -214,9 +212,9 @@ int uring_reap(struct ocf_ring *r, uint64_t *tag, ssize_t *res)
 
 #else /* !OCF_HAVE_LIBURING: built without liburing, pread/pwrite only */
 
-struct ocf_ring *uring_ring_get(struct ocf_lane *lane)
+struct ocf_ring *uring_ring_new(const struct iovec *bufs, int nbufs)
 {
-	(void)lane;
+	(void)bufs, (void)nbufs;
 	static bool logged; /* once per process; relaxed: a repeat is harmless */
 	if (uring_backend() != OCF_IO_PSYNC && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
 		log_info("io_uring unavailable (built without liburing): file I/O uses pread/pwrite");

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
-struct ocf_lane;
 struct ocf_ring;
 
 /* OPENCUFILE_IO_BACKEND: which system calls move file data. */
@@ -23,14 +23,16 @@ enum ocf_io_backend {
 
 /* The backend asked for: OPENCUFILE_IO_BACKEND (read once per process)
  * when set, else uring with properties.prefer_iouring, else auto.  Says
- * nothing about whether a ring could be set up: see uring_ring_get. */
+ * nothing about whether a ring could be set up: see uring_ring_new. */
 enum ocf_io_backend uring_backend(void);
 
-/* The lane's ring, set up at its first use; NULL when file I/O goes
- * through pread/pwrite: the backend is psync, the library was built without
- * liburing, or io_uring could not start in this process (logged once at
- * INFO; it is a mode, not an error).  The lane's owner is the only user. */
-struct ocf_ring *uring_ring_get(struct ocf_lane *lane);
+/* A ring for one lane (gpu.c's lane_ring), its nbufs staging buffers
+ * registered as fixed buffers where the kernel allows; NULL when file I/O
+ * goes through pread/pwrite: the backend is psync, the library was built
+ * without liburing, io_uring could not start in this process (logged once
+ * at INFO; it is a mode, not an error) or there was no memory.  One thread
+ * at a time uses it. */
+struct ocf_ring *uring_ring_new(const struct iovec *bufs, int nbufs);
 /* Tears a lane's ring down (nothing may be in flight). */
 void uring_ring_destroy(struct ocf_ring *ring);
 

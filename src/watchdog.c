@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "handle.h"
 #include "internal.h"
 #include "log.h"
 #include "profile.h"
@@ -91,7 +90,7 @@ static struct wd_slot *slot_get(void)
 	return s;
 }
 
-void watchdog_wait_begin(const char *op, const struct ocf_handle *h, int gpu, const char *what)
+void watchdog_wait_begin(const char *op, int fd, int gpu, const char *what)
 {
 	if (my_depth++ > 0)
 		return;
@@ -100,9 +99,8 @@ void watchdog_wait_begin(const char *op, const struct ocf_handle *h, int gpu, co
 		return;
 	atomic_store_explicit(&s->op, op, memory_order_relaxed);
 	atomic_store_explicit(&s->what, what, memory_order_relaxed);
-	atomic_store_explicit(&s->fd, h && h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS ? h->fd : -1,
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->ufs, h && h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS, memory_order_relaxed);
+	atomic_store_explicit(&s->fd, fd >= 0 ? fd : -1, memory_order_relaxed);
+	atomic_store_explicit(&s->ufs, fd == WATCHDOG_USERSPACE_FS, memory_order_relaxed);
 	atomic_store_explicit(&s->gpu, gpu, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
 	/* Release: the watchdog that sees the time sees the fields. */

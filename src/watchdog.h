@@ -13,12 +13,16 @@
 #ifndef OCF_WATCHDOG_H_
 #define OCF_WATCHDOG_H_
 
-struct ocf_handle;
+/* A wait for a file served by userspace callbacks (no descriptor). */
+#define WATCHDOG_USERSPACE_FS (-2)
 
-/* op: the operation ("cuFileRead"); h: its file (NULL: none); gpu: its
- * ordinal (-1: none); what: what it waits for.  The strings must be
- * static.  Waits on one thread nest: only the outermost counts. */
-void watchdog_wait_begin(const char *op, const struct ocf_handle *h, int gpu, const char *what);
+/* op: the operation ("cuFileRead"); fd: its file's descriptor, whose path
+ * is printed (-1: no file; WATCHDOG_USERSPACE_FS; handle_watch_fd() gives
+ * it for a handle); gpu: its ordinal (-1: none); what: what it waits for.
+ * The watchdog takes only what it prints, so it depends on no subsystem.
+ * The strings must be static.  Waits on one thread nest: only the
+ * outermost counts. */
+void watchdog_wait_begin(const char *op, int fd, int gpu, const char *what);
 void watchdog_wait_end(void);
 
 /* Driver open / close: the thread that watches. */

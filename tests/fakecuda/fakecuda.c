@@ -2234,9 +2234,21 @@ static void drain_default(void)
 	}
 }
 
+/* What enqueue_op() leaves to a caller that waits for its operation: the
+ * stream (referenced) and how many operations it will have done once that
+ * one is. */
+struct fc_queued {
+	struct CUstream_st *s;
+	uint64_t target;
+};
+
 /* Enqueues a copy of op on stream h, holding side m of the stream's
- * context's API lock (the current context's for the legacy stream). */
-static CUresult enqueue(CUstream h, const struct fc_op *tmpl, enum lk_mode m)
+ * context's API lock (the current context's for the legacy stream).  With
+ * `held`, a successful call returns with the lock still held and the stream
+ * referenced: the caller waits for held->target (a synchronous call that
+ * keeps the lock while it waits), then api_unlock() and
+ * stream_put(held->s). */
+static CUresult enqueue_op(CUstream h, const struct fc_op *tmpl, enum lk_mode m, struct fc_queued *held)
 {
 	struct CUstream_st *s;
 	CUcontext ctx = NULL;
@@ -2256,10 +2268,23 @@ static CUresult enqueue(CUstream h, const struct fc_op *tmpl, enum lk_mode m)
 	pthread_mutex_lock(&g_order_mu);
 	implicit_barriers(s, ctx);
 	stream_push(s, op);
+	if (held) {
+		pthread_mutex_lock(&s->mu);
+		held->target = s->enq;
+		pthread_mutex_unlock(&s->mu);
+		held->s = s;
+	}
 	pthread_mutex_unlock(&g_order_mu);
+	if (held)
+		return CUDA_SUCCESS;
 	api_unlock();
 	stream_put(s);
 	return CUDA_SUCCESS;
+}
+
+static CUresult enqueue(CUstream h, const struct fc_op *tmpl, enum lk_mode m)
+{
+	return enqueue_op(h, tmpl, m, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3650,36 +3675,19 @@ static bool host_pinned(const void *p)
  * kept a cuLaunchHostFunc of another thread waiting for the write side,
  * and with it every asynchronous copy behind that writer).  The pageable
  * variants wait for the legacy stream without the lock (probe). */
-static CUresult sync_copy_holding_lock(CUcontext c, void *dst, const void *src, size_t n)
+static CUresult sync_copy_holding_lock(void *dst, const void *src, size_t n)
 {
-	struct CUstream_st *s;
-	CUresult r = stream_get(CU_STREAM_LEGACY, &s, NULL);
+	struct timespec t0 = mono_now();
+	struct fc_op op = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
+	struct fc_queued q;
+	CUresult r = enqueue_op(CU_STREAM_LEGACY, &op, LK_READ, &q);
 	if (r != CUDA_SUCCESS)
 		return r;
-	struct fc_op *op = calloc(1, sizeof(*op));
-	if (!op) {
-		stream_put(s);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	op->kind = OP_COPY;
-	op->dst = dst;
-	op->src = src;
-	op->n = n;
-	op->ctx = c;
-	struct timespec t0 = mono_now();
-	api_lock(c, LK_READ);
 	lk_doing("a synchronous copy with pinned memory, waiting for it to finish");
-	pthread_mutex_lock(&g_order_mu);
-	implicit_barriers(s, c);
-	stream_push(s, op);
-	pthread_mutex_lock(&s->mu);
-	uint64_t target = s->enq;
-	pthread_mutex_unlock(&s->mu);
-	pthread_mutex_unlock(&g_order_mu);
-	stream_wait_done(s, target, &t0);
+	stream_wait_done(q.s, q.target, &t0);
 	api_unlock();
-	r = stream_take_error(s);
-	stream_put(s);
+	r = stream_take_error(q.s);
+	stream_put(q.s);
 	return r;
 }
 
@@ -3693,7 +3701,7 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHo
 	if (!srcHost || dev_range(dstDevice, ByteCount, &d) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (host_pinned(srcHost))
-		return sync_copy_holding_lock(c, d, srcHost, ByteCount);
+		return sync_copy_holding_lock(d, srcHost, ByteCount);
 	api_pass(c);
 	drain_default();
 	/* Pageable: CUDA returns once the source is staged; the device
@@ -3722,7 +3730,7 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, si
 	if (!dstHost || dev_range(srcDevice, ByteCount, &s) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (host_pinned(dstHost))
-		return sync_copy_holding_lock(c, dstHost, s, ByteCount);
+		return sync_copy_holding_lock(dstHost, s, ByteCount);
 	api_pass(c);
 	drain_default();
 	memmove(dstHost, s, ByteCount);
