@@ -94,7 +94,16 @@ static struct request *queue;
 static pthread_t *workers;
 static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
+static int parallel_max;       /* set by pool_start: participants at once, all requests */
+static int request_max;        /* set by pool_start: participants of one request */
 
+/* Participants moving data now: callers inside submit() and helpers that
+ * joined a request.  Helpers are only asked for while this is below
+ * parallel_max, so a machine whose callers already keep enough threads busy
+ * (8 loader threads) adds no helper threads, and one lone caller gets a few
+ * (request_max).  Relaxed: a hint for how many helpers to ask for; a stale
+ * value only asks for one helper more or less. */
+static atomic_int busy;
 
 /* Requests up to this size into device memory copy synchronously from the
  * staging buffer (OPENCUFILE_SMALL_SYNC_KB; default 0: never).  For a few
@@ -167,12 +176,14 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&q_lock);
 
 		prof_begin(PROF_ENGINE);
+		atomic_fetch_add_explicit(&busy, 1, memory_order_relaxed);
 		struct ocf_lane *lane = NULL;
 		if (!rq->pool) {
 			run_request(rq, NULL, true);
 		} else if (pool_try_get(rq->pool, &lane) == 0) {
 			lane_release(lane, run_request(rq, lane, true));
 		}
+		atomic_fetch_sub_explicit(&busy, 1, memory_order_relaxed);
 		prof_end();
 
 		pthread_mutex_lock(&rq->lock);
@@ -230,9 +241,28 @@ static int pool_start(void)
 		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
 		if (env && *env)
 			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
-
+		/* Participants at once: one per online CPU up to the pool's
+		 * size; of one request: execution.max_request_parallelism
+		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
+		 * OPENCUFILE_PARALLEL / OPENCUFILE_REQUEST_PARALLEL override
+		 * them (experiments). */
+		parallel_max = (int)OCF_MIN(ocf_online_cpus(), (long)nworkers + 1);
+		env = ocf_getenv("OPENCUFILE_PARALLEL");
+		if (env && *env)
+			parallel_max = atoi(env);
+		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM) ? (int)OCF_MIN(OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM), 256)
+							      : nworkers + 1;
+		env = ocf_getenv("OPENCUFILE_REQUEST_PARALLEL");
+		if (env && *env)
+			request_max = atoi(env);
+		if (parallel_max < 1)
+			parallel_max = 1;
+		if (request_max < 1)
+			request_max = 1;
 		running = true;
-		log_debug("engine: %d worker thread(s), chunks of at least %zu KiB", nworkers, min_chunk_bytes / 1024);
+		log_debug("engine: %d worker thread(s), at most %d participants at once and %d per request, chunks of "
+			  "at least %zu KiB",
+			  nworkers, parallel_max, request_max, min_chunk_bytes / 1024);
 	}
 	int n = nworkers;
 	pthread_mutex_unlock(&q_lock);
@@ -881,19 +911,23 @@ static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 	return OCF_ALIGN_DOWN(c, A);
 }
 
-static ssize_t submit_request(const struct ocf_io *io, bool write);
+static ssize_t submit_counted(const struct ocf_io *io, bool write, int others);
 
 static ssize_t submit(const struct ocf_io *io, bool write)
 {
 	if (no_cuda && io->t.device && !io->plan)
 		return OCF_ERR(CU_FILE_CUDA_MEMORY_TYPE_INVALID);
 	prof_begin(PROF_CALLER);
-	ssize_t r = submit_request(io, write);
+	int others = atomic_fetch_add_explicit(&busy, 1, memory_order_relaxed);
+	ssize_t r = submit_counted(io, write, others);
+	atomic_fetch_sub_explicit(&busy, 1, memory_order_relaxed);
 	prof_end();
 	return r;
 }
 
-static ssize_t submit_request(const struct ocf_io *io, bool write)
+/* submit() once the caller counts as busy; `others`: participants busy
+ * before it. */
+static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 {
 	struct request rq = {.io = io, .write = write, .plan = io->plan};
 	/* Host memory needs staging only for O_DIRECT; without it no lane is
@@ -916,6 +950,8 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 	if (ocf_cfg.parallel_io && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024 &&
 	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
 		helpers = pool_start();
+		helpers = OCF_MIN(helpers, request_max - 1);
+		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));
 	}
 	if (rq.plan) {
 		/* The chunks the copies were queued for. */
