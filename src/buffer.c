@@ -285,6 +285,40 @@ static ssize_t find_covering(uintptr_t b)
 	return -1;
 }
 
+/* The last unregistered device allocations this thread looked up.  A
+ * loader reading into the same cudaMalloc'ed tensor again and again then
+ * pays one buffer-ID query per I/O (as a registered buffer does) instead of
+ * a full classification of seven attributes.  The buffer ID tells whether
+ * the allocation is still the one classified: a freed and reallocated range
+ * gets a new ID, so a stale entry is never used. */
+#define UNREG_SLOTS 4
+static __thread struct ocf_meminfo unreg[UNREG_SLOTS];
+static __thread unsigned unreg_next;
+
+static bool unreg_lookup(uintptr_t b, struct ocf_meminfo *mi)
+{
+	for (unsigned i = 0; i < UNREG_SLOTS; i++) {
+		struct ocf_meminfo *c = &unreg[i];
+		if (!c->size || b < c->start || b - c->start >= c->size)
+			continue;
+		unsigned long long id = 0;
+		if (ocf_cu.PointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)b) == CUDA_SUCCESS &&
+		    id == c->buffer_id) {
+			*mi = *c;
+			return true;
+		}
+		c->size = 0;
+	}
+	return false;
+}
+
+static void unreg_remember(const struct ocf_meminfo *mi)
+{
+	if ((mi->kind != MEM_DEVICE && mi->kind != MEM_MANAGED) || !mi->size || !mi->buffer_id)
+		return;
+	unreg[unreg_next++ % UNREG_SLOTS] = *mi;
+}
+
 int buf_lookup(const void *base, struct ocf_bufinfo *bi)
 {
 	uintptr_t b = (uintptr_t)base;
@@ -310,7 +344,12 @@ int buf_lookup(const void *base, struct ocf_bufinfo *bi)
 		return 0;
 	}
 	memset(bi, 0, sizeof(*bi));
-	return classify(b, &bi->mi);
+	if (unreg_lookup(b, &bi->mi))
+		return 0;
+	int r = classify(b, &bi->mi);
+	if (r == 0)
+		unreg_remember(&bi->mi);
+	return r;
 }
 
 bool buf_info_covers(const struct ocf_bufinfo *bi, const void *p, size_t len)

@@ -59,10 +59,10 @@ struct request {
 	const struct ocf_io *io;
 	bool write;
 	struct ocf_pool *pool;
-	size_t chunk;   /* chunk size */
-	size_t skew0;   /* off % alignment: chunk 0 is that much shorter */
+	size_t chunk; /* chunk size */
+	size_t skew0; /* off % alignment: chunk 0 is that much shorter */
 	size_t nchunks;
-	bool nonblocking; /* submitted by the executor: copy on non-blocking streams */
+	bool nonblocking;		 /* submitted by the executor: copy on non-blocking streams */
 	const struct ocf_ringplan *plan; /* a stream operation's ring (no CUDA here) */
 	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
 	 * indices; the data each chunk touches is disjoint. */
@@ -73,10 +73,10 @@ struct request {
 
 	pthread_mutex_t lock; /* protects the fields below */
 	pthread_cond_t cv;    /* signalled when active drops to zero */
-	int active;           /* helpers working on the request */
-	size_t err_idx;       /* first chunk that failed (nchunks: none) */
+	int active;	      /* helpers working on the request */
+	size_t err_idx;	      /* first chunk that failed (nchunks: none) */
 	long err;
-	size_t short_idx;     /* first chunk that was short (nchunks: none) */
+	size_t short_idx; /* first chunk that was short (nchunks: none) */
 	size_t short_got;
 
 	/* Protected by the pool's queue lock. */
@@ -93,7 +93,16 @@ static struct request *queue;
 static pthread_t *workers;
 static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
+static int parallel_max;       /* set by pool_start: participants at once, all requests */
+static int request_max;	       /* set by pool_start: participants of one request */
 
+/* Participants moving data now: callers inside submit() and helpers that
+ * joined a request.  Helpers are only asked for while this is below
+ * parallel_max, so a machine whose callers already keep enough threads busy
+ * (8 loader threads) adds no helper threads, and one lone caller gets a few
+ * (request_max).  Relaxed: a hint for how many helpers to ask for; a stale
+ * value only asks for one helper more or less. */
+static atomic_int participants;
 static bool running, shutting_down;
 
 /* Set on the asynchronous executor's threads (async.c): a copy on a
@@ -103,12 +112,18 @@ static bool running, shutting_down;
  * threads submit copy on their lanes' non-blocking streams. */
 static __thread bool nonblocking_copies;
 
-void engine_thread_nonblocking_copies(bool on) { nonblocking_copies = on; }
+void engine_thread_nonblocking_copies(bool on)
+{
+	nonblocking_copies = on;
+}
 
 /* Set on the stream executor's threads (async.c): see engine.h. */
 static __thread bool no_cuda;
 
-void engine_thread_no_cuda(bool on) { no_cuda = on; }
+void engine_thread_no_cuda(bool on)
+{
+	no_cuda = on;
+}
 
 static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper);
 
@@ -143,12 +158,14 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&q_lock);
 
 		prof_begin(PROF_ENGINE);
+		atomic_fetch_add_explicit(&participants, 1, memory_order_relaxed);
 		struct ocf_lane *lane = NULL;
 		if (!rq->pool) {
 			run_request(rq, NULL, true);
 		} else if (pool_try_get(rq->pool, &lane) == 0) {
 			lane_release(lane, run_request(rq, lane, true));
 		}
+		atomic_fetch_sub_explicit(&participants, 1, memory_order_relaxed);
 		prof_end();
 
 		pthread_mutex_lock(&rq->lock);
@@ -185,7 +202,10 @@ static int configured_threads(void)
 	return (int)n;
 }
 
-int engine_participants(void) { return configured_threads() + 1; }
+int engine_participants(void)
+{
+	return configured_threads() + 1;
+}
 
 /* Starts the pool at the first request that can use it.  Returns the
  * number of helper threads available. */
@@ -206,8 +226,30 @@ static int pool_start(void)
 		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
 		if (env && *env)
 			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
+		/* Participants at once: one per online CPU up to the pool's
+		 * size; of one request: execution.max_request_parallelism
+		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
+		 * OPENCUFILE_PARALLEL / OPENCUFILE_REQUEST_PARALLEL override
+		 * them (experiments). */
+		parallel_max = (int)OCF_MIN(ocf_online_cpus(), (long)nworkers + 1);
+		env = ocf_getenv("OPENCUFILE_PARALLEL");
+		if (env && *env)
+			parallel_max = atoi(env);
+		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM)
+				  ? (int)OCF_MIN(OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM), 256)
+				  : nworkers + 1;
+		env = ocf_getenv("OPENCUFILE_REQUEST_PARALLEL");
+		if (env && *env)
+			request_max = atoi(env);
+		if (parallel_max < 1)
+			parallel_max = 1;
+		if (request_max < 1)
+			request_max = 1;
 		running = true;
-		log_debug("engine: %d worker thread(s), chunks of at least %zu KiB", nworkers, min_chunk_bytes / 1024);
+		log_debug("engine: %d worker thread(s), at most %d participants at once and %d per request, "
+			  "chunks of "
+			  "at least %zu KiB",
+			  nworkers, parallel_max, request_max, min_chunk_bytes / 1024);
 	}
 	int n = nworkers;
 	pthread_mutex_unlock(&q_lock);
@@ -237,7 +279,10 @@ static void engine_shutdown(void)
 
 /* ------------------------------------------------------------- chunking */
 
-static size_t chunk_start(const struct request *rq, size_t i) { return ocf_chunk_start(rq->chunk, rq->skew0, i); }
+static size_t chunk_start(const struct request *rq, size_t i)
+{
+	return ocf_chunk_start(rq->chunk, rq->skew0, i);
+}
 
 static size_t chunk_len(const struct request *rq, size_t i)
 {
@@ -247,9 +292,8 @@ static size_t chunk_len(const struct request *rq, size_t i)
 static void stop_at(struct request *rq, size_t idx)
 {
 	size_t cur = atomic_load_explicit(&rq->stop, memory_order_relaxed);
-	while (idx < cur &&
-	       !atomic_compare_exchange_weak_explicit(&rq->stop, &cur, idx, memory_order_relaxed,
-						      memory_order_relaxed))
+	while (idx < cur && !atomic_compare_exchange_weak_explicit(&rq->stop, &cur, idx, memory_order_relaxed,
+								   memory_order_relaxed))
 		;
 }
 
@@ -381,7 +425,8 @@ static ssize_t host_vec_syscalls(const struct request *rq, size_t at, size_t n, 
 /* Bytes [at, at+n) of a vectored host request through the lane's staging
  * buffer (O_DIRECT descriptors, userspace file systems): one file transfer
  * per staging chunk.  Returns as host_vec_syscalls. */
-static ssize_t host_vec_staged(const struct request *rq, struct ocf_lane *lane, size_t at, size_t n, off_t off)
+static ssize_t host_vec_staged(const struct request *rq, struct ocf_lane *lane, size_t at, size_t n,
+			       off_t off)
 {
 	const struct ocf_io *io = rq->io;
 	struct ocf_slot *sl = &lane->bufs[0];
@@ -417,7 +462,8 @@ static bool host_vec_needs_stage(const struct ocf_io *io)
 /* Queues copies of n bytes between staging memory and bytes [at, at+n) of
  * the request's device memory on `stream`.  A vectored request takes one
  * copy per piece the range touches. */
-static CUresult dev_copy(const struct ocf_io *io, bool to_dev, size_t at, char *host, size_t n, CUstream stream)
+static CUresult dev_copy(const struct ocf_io *io, bool to_dev, size_t at, char *host, size_t n,
+			 CUstream stream)
 {
 	size_t done = 0;
 	for (size_t i = io->segs ? seg_find(io, at) : 0; done < n; i++) {
@@ -485,8 +531,8 @@ static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lan
  * cuStreamSynchronize, which holds no lock of the driver while it waits:
  * a synchronous cuMemcpyHtoD/DtoH to pinned memory keeps the context's
  * lock until the copy is done (docs/reliability.md, "Hangs", cause 4). */
-static CUresult chunk_copy(const struct request *rq, struct ocf_lane *lane, int j, bool to_dev, size_t at, char *host,
-			   size_t n, bool *busy)
+static CUresult chunk_copy(const struct request *rq, struct ocf_lane *lane, int j, bool to_dev, size_t at,
+			   char *host, size_t n, bool *busy)
 {
 	const struct ocf_io *io = rq->io;
 	CUstream stream = io->t.use_stream ? lane_stream(rq, lane) : CU_STREAM_LEGACY;
@@ -518,7 +564,8 @@ static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending 
 		return true; /* waited for when it was queued (chunk_copy) */
 	CUresult r = gpu_event_wait(lane->ev[p->buf], p->bytes);
 	if (r != CUDA_SUCCESS) {
-		record_error(rq, p->idx, cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
+		record_error(rq, p->idx,
+			     cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
 		return false;
 	}
 	return true;
@@ -609,7 +656,8 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 				break;
 			}
 			if (ring && fio_op_wants_ring(&ops[j]) &&
-			    uring_queue(ring, false, ops[j].fd, ops[j].buf, ops[j].len, ops[j].off, (uint64_t)j) == 0) {
+			    uring_queue(ring, false, ops[j].fd, ops[j].buf, ops[j].len, ops[j].off,
+					(uint64_t)j) == 0) {
 				reading[j] = true;
 				reads++;
 				continue;
@@ -665,8 +713,8 @@ static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct
 	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
 	off_t off = io->off + (off_t)at;
 	uint64_t t0 = prof_now();
-	ssize_t w = fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off,
-			      lane_ring(lane));
+	ssize_t w =
+	    fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off, lane_ring(lane));
 	prof_time(PROF_T_FILE, t0);
 	if (w > 0)
 		prof_bytes((size_t)w);
@@ -698,7 +746,8 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 			record_error(rq, idx, cuda_fail("device to host copy", r));
 			break;
 		}
-		ring[(head + count) % OCF_LANE_DEPTH] = (struct pending){.idx = idx, .buf = j, .busy = true, .bytes = n};
+		ring[(head + count) % OCF_LANE_DEPTH] =
+		    (struct pending){.idx = idx, .buf = j, .busy = true, .bytes = n};
 		count++;
 		j = (j + 1) % lane->depth;
 		/* Keep one copy in flight while the previous chunk is written. */
@@ -835,7 +884,8 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 	if (atomic_load_explicit(&rq->stop, memory_order_relaxed) < rq->nchunks && io->t.use_stream) {
 		r = ocf_cu.StreamSynchronize(lane_stream(rq, lane));
 		if (r != CUDA_SUCCESS) {
-			log_error("staging stream could not be drained (%s): lane discarded", cuda_error_name(r));
+			log_error("staging stream could not be drained (%s): lane discarded",
+				  cuda_error_name(r));
 			clean = false;
 		}
 	}
@@ -859,19 +909,23 @@ static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 	return OCF_ALIGN_DOWN(c, A);
 }
 
-static ssize_t submit_request(const struct ocf_io *io, bool write);
+static ssize_t submit_counted(const struct ocf_io *io, bool write, int others);
 
 static ssize_t submit(const struct ocf_io *io, bool write)
 {
 	if (no_cuda && io->t.device && !io->plan)
 		return OCF_ERR(CU_FILE_CUDA_MEMORY_TYPE_INVALID);
 	prof_begin(PROF_CALLER);
-	ssize_t r = submit_request(io, write);
+	int others = atomic_fetch_add_explicit(&participants, 1, memory_order_relaxed);
+	ssize_t r = submit_counted(io, write, others);
+	atomic_fetch_sub_explicit(&participants, 1, memory_order_relaxed);
 	prof_end();
 	return r;
 }
 
-static ssize_t submit_request(const struct ocf_io *io, bool write)
+/* submit() once the caller counts as busy; `others`: participants busy
+ * before it. */
+static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 {
 	struct request rq = {.io = io, .write = write, .plan = io->plan};
 	/* Host memory needs staging only for O_DIRECT; without it no lane is
@@ -892,8 +946,11 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 	 * they may keep thread-local state, and a callback that calls the API
 	 * again must nest on the thread that holds the driver gate. */
 	if (ocf_cfg.parallel_io && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024 &&
-	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS)
+	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
 		helpers = pool_start();
+		helpers = OCF_MIN(helpers, request_max - 1);
+		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));
+	}
 	if (rq.plan) {
 		/* The chunks the copies were queued for. */
 		rq.chunk = rq.plan->chunk;
@@ -979,13 +1036,19 @@ static ssize_t submit_request(const struct ocf_io *io, bool write)
 	return ret;
 }
 
-static ssize_t engine_read(const struct ocf_io *io) { return submit(io, false); }
+static ssize_t engine_read(const struct ocf_io *io)
+{
+	return submit(io, false);
+}
 
-static ssize_t engine_write(const struct ocf_io *io) { return submit(io, true); }
+static ssize_t engine_write(const struct ocf_io *io)
+{
+	return submit(io, true);
+}
 
 const struct ocf_engine_ops ocf_engine_parallel = {
-	.name = "parallel",
-	.read = engine_read,
-	.write = engine_write,
-	.shutdown = engine_shutdown,
+    .name = "parallel",
+    .read = engine_read,
+    .write = engine_write,
+    .shutdown = engine_shutdown,
 };

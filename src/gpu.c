@@ -648,15 +648,25 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* How a wait for a staging copy waits (OPENCUFILE_EVENT_WAIT):
- *   spin    (the default) cuEventSynchronize on events without
- *           BLOCKING_SYNC: the driver's default policy spins while the
- *           process has fewer busy threads than CPUs;
- *   hybrid  one cuEventQuery; a copy of at most OPENCUFILE_SPIN_KB (256)
- *           is then polled for a bounded time, anything longer slept for
- *           in cuEventSynchronize on a BLOCKING_SYNC event;
- *   sleep   the same without polling.
- * The profile (profile.h) counts each wait by how it ended. */
+/* How a wait for a staging copy waits.  The rule: nobody spins on a copy
+ * that takes milliseconds, nobody sleeps on one that takes microseconds.
+ *
+ * Lane events are BLOCKING_SYNC, so cuEventSynchronize sleeps in the driver
+ * until the copy's completion interrupt (no CPU while it waits, a few
+ * microseconds of wake-up).  Before that, one cuEventQuery: in the staged
+ * pipeline a buffer is waited for only when it is needed again, two copies
+ * later, and then its copy is usually done.  A copy small enough to finish
+ * within microseconds (a 4 KiB or 64 KiB read; at most OPENCUFILE_SPIN_KB,
+ * 256 KiB by default) is polled instead, for a bounded time, because a sleep
+ * and a wake-up would double its latency.
+ *
+ * The earlier design waited with cuEventSynchronize on events without
+ * BLOCKING_SYNC (the driver's default policy spins while the process has
+ * fewer busy threads than CPUs): the engine's workers then spent about 4 x
+ * the user CPU per GB of NVIDIA's library spinning on copies that take
+ * hundreds of microseconds (docs/benchmarks.md).  OPENCUFILE_EVENT_WAIT=spin
+ * brings it back for measurements, =sleep never polls.  The profile
+ * (profile.h) counts each wait by how it ended. */
 enum ev_mode { EV_HYBRID, EV_SPIN, EV_SLEEP };
 
 static int ev_mode(void)
@@ -665,8 +675,8 @@ static int ev_mode(void)
 	int cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
 	if (cur < 0) {
 		const char *env = ocf_getenv("OPENCUFILE_EVENT_WAIT");
-		cur = !env || !*env ? EV_SPIN : !strcmp(env, "hybrid") ? EV_HYBRID : !strcmp(env, "sleep") ? EV_SLEEP
-												 : EV_SPIN;
+		cur = !env || !*env ? EV_HYBRID : !strcmp(env, "spin") ? EV_SPIN : !strcmp(env, "sleep") ? EV_SLEEP
+												 : EV_HYBRID;
 		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;

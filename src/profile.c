@@ -46,7 +46,7 @@ bool prof_enabled;
 
 struct pblock {
 	struct pblock *next; /* immutable once listed */
-	bool in_use;         /* under blocks_lock */
+	bool in_use;	     /* under blocks_lock */
 	/* The owner's bracket state (only the owner touches it). */
 	int depth;
 	int role;
@@ -82,7 +82,10 @@ static void release_block(void *p)
 	pthread_mutex_unlock(&blocks_lock);
 }
 
-static void make_key(void) { pthread_key_create(&block_key, release_block); }
+static void make_key(void)
+{
+	pthread_key_create(&block_key, release_block);
+}
 
 static struct pblock *block(void)
 {
@@ -139,7 +142,10 @@ void prof_configure(bool from_config)
 	__atomic_store_n(&prof_enabled, on, __ATOMIC_RELAXED);
 }
 
-static bool on(void) { return __atomic_load_n(&prof_enabled, __ATOMIC_RELAXED); }
+static bool on(void)
+{
+	return __atomic_load_n(&prof_enabled, __ATOMIC_RELAXED);
+}
 
 void prof_begin(enum prof_role role)
 {
@@ -167,11 +173,17 @@ void prof_end(void)
 	add(&b->brackets[r], 1);
 }
 
-uint64_t prof_now(void) { return on() ? mono_ns() : 0; }
+uint64_t prof_now(void)
+{
+	return on() ? mono_ns() : 0;
+}
 
 /* The role the calling thread works in now (a caller outside a bracket:
  * time it spends in the library anyway, e.g. the lookup of its buffer). */
-static int cur_role(struct pblock *b) { return b->depth ? b->role : PROF_CALLER; }
+static int cur_role(struct pblock *b)
+{
+	return b->depth ? b->role : PROF_CALLER;
+}
 
 void prof_time(enum prof_time what, uint64_t t0)
 {
@@ -211,7 +223,10 @@ void prof_name_thread(const char *fmt, int index)
 
 static const char *const role_names[PROF_NROLES] = {"callers", "engine", "batch", "stream"};
 
-static uint64_t ld(const _Atomic uint64_t *c) { return atomic_load_explicit(c, memory_order_relaxed); }
+static uint64_t ld(const _Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
 
 void prof_report(void)
 {
@@ -255,20 +270,22 @@ void prof_report(void)
 		}
 		/* Cleared for the next session; the owners may still run
 		 * (a report races only with threads outside the library). */
-		memset((char *)b + offsetof(struct pblock, user_ns), 0, sizeof(*b) - offsetof(struct pblock, user_ns));
+		memset((char *)b + offsetof(struct pblock, user_ns), 0,
+		       sizeof(*b) - offsetof(struct pblock, user_ns));
 	}
 	pthread_mutex_unlock(&blocks_lock);
 	double el = (double)(mono_ns() - opened_ns) / 1e9;
 	fprintf(f, "opencufile CPU profile: pid %d, %.3f s since the driver opened\n", (int)getpid(), el);
-	fprintf(f, "%-8s %7s %9s %8s %8s %8s %8s %8s %8s %8s %8s %22s %19s %9s %8s\n", "role", "threads", "jobs",
-		"work_s", "user_s", "sys_s", "file_s", "lookup_s", "submit_s", "lane_s", "helper_s",
+	fprintf(f, "%-8s %7s %9s %8s %8s %8s %8s %8s %8s %8s %8s %22s %19s %9s %8s\n", "role", "threads",
+		"jobs", "work_s", "user_s", "sys_s", "file_s", "lookup_s", "submit_s", "lane_s", "helper_s",
 		"waits done/spin/sleep", "wait_s spin/sleep", "GB", "cpu_s/GB");
 	for (int i = 0; i <= PROF_NROLES; i++) {
 		if (i < PROF_NROLES && !sum[i].threads)
 			continue;
 		double gb = (double)sum[i].bytes / 1e9;
 		char waits[32], wt[32], cpg[16];
-		snprintf(waits, sizeof(waits), "%llu/%llu/%llu", (unsigned long long)sum[i].waits[PROF_WAIT_DONE],
+		snprintf(waits, sizeof(waits), "%llu/%llu/%llu",
+			 (unsigned long long)sum[i].waits[PROF_WAIT_DONE],
 			 (unsigned long long)sum[i].waits[PROF_WAIT_SPIN],
 			 (unsigned long long)sum[i].waits[PROF_WAIT_SLEEP]);
 		snprintf(wt, sizeof(wt), "%.3f/%.3f", sum[i].wait_ns[PROF_WAIT_SPIN] / 1e9,
@@ -277,12 +294,14 @@ void prof_report(void)
 			snprintf(cpg, sizeof(cpg), "%.3f", (double)(sum[i].user + sum[i].sys) / 1e9 / gb);
 		else
 			snprintf(cpg, sizeof(cpg), "-");
-		fprintf(f, "%-8s %7llu %9llu %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %22s %19s %9.3f %8s\n",
-			i < PROF_NROLES ? role_names[i] : "total", (unsigned long long)sum[i].threads,
-			(unsigned long long)sum[i].brackets, sum[i].work / 1e9, sum[i].user / 1e9, sum[i].sys / 1e9,
-			sum[i].t[PROF_T_FILE] / 1e9, sum[i].t[PROF_T_LOOKUP] / 1e9, sum[i].t[PROF_T_SUBMIT] / 1e9,
-			sum[i].t[PROF_T_LANE] / 1e9,
-			sum[i].t[PROF_T_HELPERS] / 1e9, waits, wt, gb, cpg);
+		fprintf(
+		    f,
+		    "%-8s %7llu %9llu %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %22s %19s %9.3f %8s\n",
+		    i < PROF_NROLES ? role_names[i] : "total", (unsigned long long)sum[i].threads,
+		    (unsigned long long)sum[i].brackets, sum[i].work / 1e9, sum[i].user / 1e9,
+		    sum[i].sys / 1e9, sum[i].t[PROF_T_FILE] / 1e9, sum[i].t[PROF_T_LOOKUP] / 1e9,
+		    sum[i].t[PROF_T_SUBMIT] / 1e9, sum[i].t[PROF_T_LANE] / 1e9,
+		    sum[i].t[PROF_T_HELPERS] / 1e9, waits, wt, gb, cpg);
 	}
 	fprintf(f, "(user_s/sys_s: CPU time of the threads while they worked for the library; GB: bytes each "
 		   "role moved itself)\n");

@@ -17,27 +17,27 @@
 #include <stdint.h>
 
 enum prof_role {
-	PROF_CALLER,  /* application threads inside cuFileRead/Write/... */
-	PROF_ENGINE,  /* engine helper threads */
-	PROF_BATCH,   /* batch executor threads */
-	PROF_STREAM,  /* stream executor threads */
+	PROF_CALLER, /* application threads inside cuFileRead/Write/... */
+	PROF_ENGINE, /* engine helper threads */
+	PROF_BATCH,  /* batch executor threads */
+	PROF_STREAM, /* stream executor threads */
 	PROF_NROLES
 };
 
 /* How a wait for a copy ended up waiting. */
 enum prof_wait {
-	PROF_WAIT_DONE,  /* already complete at the first look */
-	PROF_WAIT_SPIN,  /* polled without giving up the CPU */
+	PROF_WAIT_DONE,	 /* already complete at the first look */
+	PROF_WAIT_SPIN,	 /* polled without giving up the CPU */
 	PROF_WAIT_SLEEP, /* slept (blocking-sync event or timed sleep) */
 	PROF_NWAITS
 };
 
 enum prof_time {
-	PROF_T_FILE,   /* file system calls (read, write, io_uring waits) */
-	PROF_T_SUBMIT, /* queuing copies and event records */
-	PROF_T_LANE,   /* waiting for a free staging lane */
+	PROF_T_FILE,	/* file system calls (read, write, io_uring waits) */
+	PROF_T_SUBMIT,	/* queuing copies and event records */
+	PROF_T_LANE,	/* waiting for a free staging lane */
 	PROF_T_HELPERS, /* a caller waiting for the helpers of its request */
-	PROF_T_LOOKUP, /* resolving a handle and a buffer (pointer queries) */
+	PROF_T_LOOKUP,	/* resolving a handle and a buffer (pointer queries) */
 	PROF_NTIMES
 };
 
