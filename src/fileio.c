@@ -25,9 +25,13 @@
  * readahead and a second copy.  The cached prefix is measured with
  * cachestat(2) first, because on current kernels an RWF_NOWAIT read that
  * finds a page missing starts readahead of the range before it returns
- * EAGAIN: the disk would read those bytes twice.  Without cachestat
- * (before Linux 6.5) RWF_NOWAIT alone decides, and without RWF_NOWAIT
- * (EOPNOTSUPP) the read is plain pread.
+ * EAGAIN: the disk would read those bytes twice.  For the same reason a
+ * page cachestat counts is never left to the direct read: where the
+ * no-wait copy gives up on one (locked while another reader's readahead
+ * fills it or compaction moves it, or evicted and being read in again),
+ * the cached run from there is read with a blocking buffered pread, which
+ * waits for it.  Without cachestat (before Linux 6.5) RWF_NOWAIT alone
+ * decides, and without RWF_NOWAIT (EOPNOTSUPP) the read is plain pread.
  *
  * Coherence of the direct part: pages that are cached (dirty ones
  * included) are served from the page cache, never read from the disk
@@ -253,24 +257,36 @@ static size_t cached_prefix_len(int fd, off_t off, size_t n, size_t unknown)
 	return end > (uint64_t)off ? (size_t)OCF_MIN(end - (uint64_t)off, (uint64_t)n) : 0;
 }
 
+/* After RWF_NOWAIT stopped at `at`, before the end of what cachestat
+ * counted: the pages cachestat still counts from there, read with a plain
+ * buffered pread into dst.  Such a page is locked (being read in by another
+ * reader's readahead, or moved by compaction) or was evicted meanwhile and
+ * is being read in by the readahead the no-wait read itself started; pread
+ * waits for it, where a direct read would read it from the disk again.
+ * Returns the bytes read (0: nothing counted) or -errno. */
+static ssize_t read_cached_run(int fd, char *dst, off_t at, size_t rest)
+{
+	size_t more = cached_prefix_len(fd, at, rest, 0);
+	return more ? pread_full(fd, dst, more, at) : 0;
+}
+
 /* Copies the part of [off, off+n) that the page cache holds from its start
- * into dst without waiting for the disk; `want` is what cached_prefix_len
- * found.  Returns the bytes copied (short also at end of file) or -errno.
- * When the kernel can tell nothing (no cachestat, no RWF_NOWAIT) the whole
- * range is read with pread. */
-static ssize_t read_cached_prefix(int fd, char *dst, off_t off, size_t want)
+ * into dst; `want` is what cached_prefix_len found.  Returns the bytes
+ * copied (short also at end of file; it may exceed want when more pages
+ * became cached meanwhile) or -errno.  Cached pages are never left to the
+ * direct read: RWF_NOWAIT copies them without waiting, and where it gives
+ * up on one that cachestat counts, read_cached_run waits for it.  When the
+ * kernel can tell nothing (no cachestat, no RWF_NOWAIT) the whole range is
+ * read with pread. */
+static ssize_t read_cached_prefix(int fd, char *dst, off_t off, size_t want, size_t n)
 {
 	if (want == 0)
 		return 0;
-	if (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
-		for (;;) {
-			ssize_t r = fault_preadv2(fd, dst, want, off, RWF_NOWAIT);
-			if (r >= 0)
-				return r;
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) /* evicted or locked meanwhile */
-				return 0;
+	while (!__atomic_load_n(&no_nowait, __ATOMIC_RELAXED)) {
+		ssize_t r = fault_preadv2(fd, dst, want, off, RWF_NOWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno != EAGAIN) {
 			if (errno != EOPNOTSUPP && errno != EINVAL)
 				return -errno;
 			__atomic_store_n(&no_nowait, true, __ATOMIC_RELAXED);
@@ -278,6 +294,15 @@ static ssize_t read_cached_prefix(int fd, char *dst, off_t off, size_t want)
 				 strerror(errno));
 			break;
 		}
+		/* Done; or stopped inside a page or with nothing read (end
+		 * of file), not at a page it would have to wait for. */
+		size_t got = r < 0 ? 0 : (size_t)r;
+		if (got == want || (r >= 0 && (got == 0 || (uint64_t)(off + r) % page_size())))
+			return (ssize_t)got;
+		ssize_t more = read_cached_run(fd, dst + got, off + (off_t)got, n - got);
+		if (more < 0)
+			return got ? (ssize_t)got : more;
+		return (ssize_t)(got + (size_t)more);
 	}
 	/* No RWF_NOWAIT: pread what cachestat found cached (everything on a
 	 * buffered handle when nothing is known: want is n then). */
@@ -352,7 +377,7 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 			op->fd = cfd;
 			return 0;
 		}
-		ssize_t p = read_cached_prefix(cfd, dst, off, want);
+		ssize_t p = read_cached_prefix(cfd, dst, off, want, n);
 		if (p < 0)
 			return (int)p;
 		op->prefix = (size_t)p;
@@ -472,7 +497,7 @@ ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct oc
 	 * pread (buffered). */
 	ssize_t p = 0;
 	if (cfd >= 0 && n >= probe_min(h)) {
-		p = read_cached_prefix(cfd, dst, off, cached_prefix_len(cfd, off, n, h->odirect ? 0 : n));
+		p = read_cached_prefix(cfd, dst, off, cached_prefix_len(cfd, off, n, h->odirect ? 0 : n), n);
 		if (p < 0 || (size_t)p == n || (h->odirect && past_eof(cfd, off + p)))
 			return p;
 	}

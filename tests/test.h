@@ -40,8 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
@@ -418,6 +420,65 @@ static inline size_t t_cached_pages(const char *path, size_t flen, off_t lo, off
 	return n;
 }
 
+/*
+ * Keeps [off, off+len) of the file at path in the page cache until
+ * t_unpin_cached: a shared mapping of the range, locked with mlock where
+ * RLIMIT_MEMLOCK (raised to its hard limit if need be) or CAP_IPC_LOCK
+ * allows, else with every page touched once.  The kernel may evict a
+ * cached page at any moment, also with no memory pressure at all:
+ * proactive reclaim of unmapped page cache (DAMON's pageout scheme, which
+ * some virtual machines run) takes pages of a file that was read a second
+ * ago, and any reader must then read them from the disk again.  Tests that
+ * count what reads of cached pages take from the disk (bytes, or the
+ * system calls that depend on it) pin those pages first, so that the count
+ * measures the library and not the reclaim.  Locked pages are never
+ * reclaimed; mapped ones are left alone by reclaim of unmapped cache and
+ * are the kernel's last choice otherwise.  Pinning reads in any page
+ * evicted since the caller cached it.  off is a multiple of the page size
+ * and the range lies inside the file.
+ */
+struct t_pin {
+	void *addr;
+	size_t len;
+};
+
+static inline struct t_pin t_pin_cached(const char *path, off_t off, size_t len)
+{
+	struct t_pin p = {NULL, len};
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		T_FAIL("open(%s): %s", path, strerror(errno));
+	/* Read in whatever is missing, ahead of mlock, and nothing else. */
+	(void)posix_fadvise(fd, off, (off_t)len, POSIX_FADV_WILLNEED);
+	p.addr = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+	close(fd);
+	T_ASSERT(p.addr != MAP_FAILED);
+	/* A page read in here is read alone: no read-around into pages
+	 * outside the range, which a test may need uncached. */
+	(void)madvise(p.addr, len, MADV_RANDOM);
+	if (mlock(p.addr, len) == 0)
+		return p;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) == 0 && mlock(p.addr, len) == 0)
+			return p;
+	}
+	fprintf(stderr, "note: %zu bytes of %s mapped, not locked (mlock: %s)\n", len, path, strerror(errno));
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	for (size_t at = 0; at < len; at += ps)
+		(void)((volatile const char *)p.addr)[at];
+	return p;
+}
+
+static inline void t_unpin_cached(struct t_pin *p)
+{
+	if (p->addr)
+		munmap(p->addr, p->len);
+	p->addr = NULL;
+}
+
 /* open() that fails the test on error. */
 static inline int t_open(const char *path, int flags)
 {
@@ -442,6 +503,62 @@ static inline void t_proc_io_calls(unsigned long *reads, unsigned long *writes)
 		sscanf(line, "syscw: %lu", writes);
 	}
 	fclose(f);
+}
+
+/* Bytes this process has caused to be read from storage (read_bytes of
+ * /proc/self/io, all threads).  Skips the test where the file is missing. */
+static inline unsigned long long t_proc_read_bytes(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	char line[128];
+	unsigned long long v = 0;
+	if (!f)
+		T_SKIP("no /proc/self/io");
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, "read_bytes: %llu", &v);
+	fclose(f);
+	return v;
+}
+
+/* Drops the file at path (flen bytes) from the page cache; skips the test
+ * where POSIX_FADV_DONTNEED leaves pages of it cached. */
+static inline void t_evict_file(const char *path, size_t flen)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		T_FAIL("open(%s): %s", path, strerror(errno));
+	T_SYS(fdatasync(fd));
+	T_SYS(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	close(fd);
+	if (t_cached_pages(path, flen, 0, (off_t)flen) != 0)
+		T_SKIP("POSIX_FADV_DONTNEED left pages of %s cached", path);
+}
+
+/* Skips the test unless the file at path (flen bytes, at least 64 KiB) is
+ * on a local file system whose O_DIRECT handles read cached pages by copy
+ * (ext4, xfs, btrfs: handle.c's list; tmpfs refuses O_DIRECT) and whose
+ * reads /proc/self/io counts (some kernels and containers do not).  Leaves
+ * the file out of the page cache. */
+static inline void t_require_cache_aware_fs(const char *path, size_t flen)
+{
+	if (!t_odirect_supported(path))
+		T_SKIP("the file system of %s refuses O_DIRECT", path);
+	struct statfs sfs;
+	T_SYS(statfs(path, &sfs));
+	if (sfs.f_type != 0xEF53 && sfs.f_type != 0x58465342 && sfs.f_type != 0x9123683E)
+		T_SKIP("%s is not on ext4, xfs or btrfs (f_type %#lx)", path, (unsigned long)sfs.f_type);
+	t_evict_file(path, flen);
+	int fd = open(path, O_RDONLY);
+	char *tmp = malloc(64 * 1024);
+	T_ASSERT(fd >= 0 && tmp != NULL);
+	unsigned long long before = t_proc_read_bytes();
+	T_ASSERT(pread(fd, tmp, 64 * 1024, 0) == 64 * 1024);
+	unsigned long long after = t_proc_read_bytes();
+	free(tmp);
+	close(fd);
+	if (after == before)
+		T_SKIP("/proc/self/io read_bytes does not count the reads of %s", path);
+	t_evict_file(path, flen);
 }
 
 /* Number of open file descriptors of this process. */

@@ -186,12 +186,15 @@ int main(void)
 	CUfileBatchHandle_t b;
 	T_CUFILE_OK(cuFileBatchIOSetUp(&b, BIG));
 
-	/* ---- shared calls */
+	/* ---- shared calls; the file stays cached (a page evicted meanwhile
+	 * would be read with a system call of its own) */
+	struct t_pin pin = t_pin_cached(path, 0, BIG * BSZ);
 	big_batch(b, fh, d, "warm-up", false); /* lanes created, threads started */
 	big_batch(b, fh, d, "unregistered", true);
 	T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)d, BIG * BSZ, 0));
 	big_batch(b, fh, d, "registered", true);
 	T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)d));
+	t_unpin_cached(&pin);
 	T_CU(cuMemFree(d));
 
 	/* ---- CUDA failures, one executor thread so the order is known */

@@ -94,6 +94,9 @@ int main(int argc, char **argv)
 	if (!psync && !io_uring_works())
 		T_SKIP("io_uring cannot be set up here");
 	const char *src = t_make_pattern_file(FLEN, 7); /* buffered: in the page cache */
+	/* And kept there: a page evicted meanwhile would be read with a
+	 * system call of its own, whatever the setting. */
+	struct t_pin pin = t_pin_cached(src, 0, FLEN);
 	unsigned long rd, wr;
 
 	t_set_case("prefer_iouring false");
@@ -114,6 +117,7 @@ int main(int argc, char **argv)
 		T_LE_U(rd, 1);
 		T_LE_U(wr, 1);
 	}
+	t_unpin_cached(&pin);
 	t_cleanup_files();
 	return T_EXIT_PASS;
 }

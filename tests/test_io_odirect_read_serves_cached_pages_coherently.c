@@ -19,6 +19,9 @@
  *   - OPENCUFILE_DIRECT_READS_FROM_CACHE=0, or the key false in cufile.json,
  *     sends every read to the disk again; the environment wins over the
  *     file.
+ * While disk bytes are counted, the pages meant to be cached are pinned in
+ * the page cache (t_pin_cached): the kernel may evict cached pages at any
+ * time, and an evicted page must be read from the disk by any reader.
  * Needs a local file system with O_DIRECT (the build directory; tmpfs
  * skips) where POSIX_FADV_DONTNEED empties the page cache of the file.
  */
@@ -27,7 +30,6 @@
 #include "test.h"
 
 #include <pthread.h>
-#include <sys/vfs.h>
 #include <time.h>
 
 #define FLEN (8 * T_MIB + 333)
@@ -37,32 +39,10 @@
 static const char *path;
 static int failures;
 
-/* Bytes this process has caused to be read from storage. */
-static unsigned long long read_bytes(void)
-{
-	FILE *f = fopen("/proc/self/io", "r");
-	char line[128];
-	unsigned long long v = 0;
-	if (!f)
-		T_SKIP("no /proc/self/io");
-	while (fgets(line, sizeof(line), f))
-		sscanf(line, "read_bytes: %llu", &v);
-	fclose(f);
-	return v;
-}
-
 /* Pages of [lo, hi) of the file in the page cache. */
 static size_t cached_pages(off_t lo, off_t hi) { return t_cached_pages(path, FLEN, lo, hi); }
 
-static void evict_all(void)
-{
-	int fd = t_open(path, O_RDONLY);
-	T_SYS(fdatasync(fd));
-	T_SYS(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
-	close(fd);
-	if (cached_pages(0, FLEN) != 0)
-		T_SKIP("POSIX_FADV_DONTNEED left pages of the file cached");
-}
+static void evict_all(void) { t_evict_file(path, FLEN); }
 
 /* Reads [off, off+len) with buffered pread, without readahead beyond it. */
 static void warm(off_t off, size_t len)
@@ -138,15 +118,17 @@ static void read_all(CUfileHandle_t fh, const struct rcase *cs, size_t n, uint32
 static unsigned long long warm_read_disk_bytes(const char *what)
 {
 	warm(0, FLEN);
+	struct t_pin pin = t_pin_cached(path, 0, FLEN);
 	T_EQ_U(cached_pages(0, FLEN), (FLEN + 4095) / 4096);
 	int fd = t_open(path, O_RDONLY | O_DIRECT);
 	CUfileHandle_t fh = t_register_fd(fd);
 	struct t_mem m;
 	t_mem_alloc(&m, T_MEM_DEVICE, BUFLEN);
 	t_set_case("%s", what);
-	unsigned long long before = read_bytes();
+	unsigned long long before = t_proc_read_bytes();
 	T_EQ(t_read_and_verify_window(fh, &m, 0, FLEN, 0, 0, FLEN, 0, 4096), 0);
-	unsigned long long d = read_bytes() - before;
+	unsigned long long d = t_proc_read_bytes() - before;
+	t_unpin_cached(&pin);
 	t_mem_free(&m);
 	cuFileHandleDeregister(fh);
 	close(fd);
@@ -291,63 +273,47 @@ int main(void)
 {
 	t_cuda_require();
 	path = t_make_pattern_file(FLEN, 0);
-	if (!t_odirect_supported(path))
-		T_SKIP("the file system of %s refuses O_DIRECT", t_dir());
-	struct statfs sfs;
-	T_SYS(statfs(path, &sfs));
-	if (sfs.f_type != 0xEF53 && sfs.f_type != 0x58465342 && sfs.f_type != 0x9123683E)
-		T_SKIP("%s is not ext4, xfs or btrfs (f_type %#lx)", t_dir(), (unsigned long)sfs.f_type);
+	t_require_cache_aware_fs(path, FLEN);
 	unsetenv("OPENCUFILE_DIRECT_READS_FROM_CACHE");
 	unsetenv("CUFILE_ENV_PATH_JSON");
-	evict_all();
-	if (read_bytes() == 0) {
-		/* Some kernels and containers do not count storage reads. */
-		warm(0, 64 * T_KIB);
-		if (read_bytes() == 0)
-			T_SKIP("/proc/self/io read_bytes does not count this file system's reads");
-	}
 
-	/* Warm: no disk reads at all.  A page the kernel has locked at that
-	 * moment (other readers, reclaim under load) makes RWF_NOWAIT give up
-	 * and the rest of that request go direct, correctly but from the
-	 * disk: a pass over the cases must read nothing from the disk within
-	 * three tries, each after warming the file again.  A library that
-	 * never serves O_DIRECT reads from the cache fails all three. */
+	/* Warm: no disk reads at all. */
 	int fd = t_open(path, O_RDONLY | O_DIRECT);
 	CUfileHandle_t fh = t_register_fd(fd);
-	unsigned long long before, from_disk = 0;
-	for (int attempt = 0; attempt < 3; attempt++) {
-		warm(0, FLEN);
-		before = read_bytes();
-		read_all(fh, warm_cases, N(warm_cases), 0);
-		from_disk = read_bytes() - before;
-		if (from_disk == 0)
-			break;
-		fprintf(stderr, "warm file, try %d: %llu bytes from the disk; again\n", attempt + 1, from_disk);
-	}
+	warm(0, FLEN);
+	struct t_pin pin = t_pin_cached(path, 0, FLEN);
+	unsigned long long before = t_proc_read_bytes();
+	read_all(fh, warm_cases, N(warm_cases), 0);
+	unsigned long long from_disk = t_proc_read_bytes() - before;
+	t_unpin_cached(&pin);
 	t_set_case("warm file");
 	T_EQ_U(from_disk, 0);
 
 	/* Cold: from the disk, and still not cached afterwards. */
 	evict_all();
-	before = read_bytes();
+	before = t_proc_read_bytes();
 	struct t_mem m;
 	t_mem_alloc(&m, T_MEM_DEVICE, BUFLEN);
 	t_set_case("cold file");
 	T_EQ(t_read_and_verify_window(fh, &m, 0, FLEN, 0, 0, FLEN, 0, 4096), 0);
-	T_ASSERT(read_bytes() - before >= FLEN / 4096 * 4096);
+	T_ASSERT(t_proc_read_bytes() - before >= FLEN / 4096 * 4096);
 	T_EQ_U(cached_pages(0, FLEN), 0);
 
-	/* Partly cached. */
-	for (size_t i = 0; i < N(parts); i++)
+	/* Partly cached: the cached parts pinned, so that every border is one. */
+	struct t_pin part_pins[N(parts)];
+	for (size_t i = 0; i < N(parts); i++) {
 		warm(parts[i].foff, parts[i].size);
+		part_pins[i] = t_pin_cached(path, parts[i].foff, parts[i].size);
+	}
 	T_EQ_U(cached_pages(1 * T_MIB, 3 * T_MIB), 0);
 	read_all(fh, partial_cases, N(partial_cases), 0);
 	/* A read starting in a cached part takes that part from the cache. */
-	before = read_bytes();
+	before = t_proc_read_bytes();
 	t_set_case("partly cached, from a cached part");
 	T_EQ(t_read_and_verify_window(fh, &m, 0, 2 * T_MIB, 3 * T_MIB, 0, 2 * T_MIB, 0, 4096), 0);
-	T_ASSERT(read_bytes() - before <= 1 * T_MIB);
+	T_ASSERT(t_proc_read_bytes() - before <= 1 * T_MIB);
+	for (size_t i = 0; i < N(parts); i++)
+		t_unpin_cached(&part_pins[i]);
 
 	/* A buffered write still dirty in the page cache is read back new,
 	 * inside a cached part and inside an uncached one. */
