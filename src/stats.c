@@ -379,43 +379,50 @@ static void fill_op(CUfileOpCounter_t *o, const uint64_t *c, int ok_idx)
 	o->err = c[ok_idx + 1];
 }
 
+/* Where one kind of call's level-1 figures go: [0] reads, [1] writes. */
+struct io_figures {
+	CUfileOpCounter_t *ops[2];
+	uint64_t *bytes[2], *bw[2], *lat_sum[2], *lat_avg[2], *ops_per_sec[2];
+};
+/* The members RD_* and WR_* of the level-1 struct *l1: read and write, or
+ * readv and writev, which CUfileStatsLevel1_t names alike. */
+#define IO_FIGURES(l1, rd, wr)                                                                         \
+	(&(struct io_figures){                                                                          \
+	    .ops = {&(l1)->rd##_ops, &(l1)->wr##_ops},                                                  \
+	    .bytes = {&(l1)->rd##_bytes, &(l1)->wr##_bytes},                                            \
+	    .bw = {&(l1)->rd##_bw_bytes_per_sec, &(l1)->wr##_bw_bytes_per_sec},                         \
+	    .lat_sum = {&(l1)->rd##_lat_sum_us, &(l1)->wr##_lat_sum_us},                                \
+	    .lat_avg = {&(l1)->rd##_lat_avg_us, &(l1)->wr##_lat_avg_us},                                \
+	    .ops_per_sec = {&(l1)->rd##_ops_per_sec, &(l1)->wr##_ops_per_sec},                          \
+	})
+
+static void fill_io(const uint64_t *c, const struct io_counters *k, uint64_t window, const struct io_figures *f)
+{
+	for (int w = 0; w < 2; w++) {
+		uint64_t ok = c[k->ok[w]], err = c[k->err[w]], ns = c[k->ns[w]], bytes = c[k->bytes[w]];
+		f->ops[w]->ok = ok;
+		f->ops[w]->err = err;
+		*f->bytes[w] = bytes;
+		/* Bandwidth is per call: bytes over the time spent inside the calls. */
+		*f->bw[w] = per_sec(bytes, ns);
+		*f->lat_sum[w] = ns / 1000;
+		*f->lat_avg[w] = ok + err ? ns / 1000 / (ok + err) : 0;
+		/* Operations per second over the window since start/reset. */
+		*f->ops_per_sec[w] = per_sec(ok + err, window);
+	}
+}
+
 static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLevel3_t *out)
 {
 	CUfileStatsLevel1_t *l1 = &out->detailed.basic;
 	const uint64_t *c = s->c;
-	fill_op(&l1->read_ops, c, C_READ_OK);
-	fill_op(&l1->write_ops, c, C_WRITE_OK);
 	fill_op(&l1->hdl_register_ops, c, C_HREG_OK);
 	fill_op(&l1->hdl_deregister_ops, c, C_HDEREG_OK);
 	fill_op(&l1->buf_register_ops, c, C_BREG_OK);
 	fill_op(&l1->buf_deregister_ops, c, C_BDEREG_OK);
-	uint64_t reads = c[C_READ_OK] + c[C_READ_ERR], writes = c[C_WRITE_OK] + c[C_WRITE_ERR];
-	l1->read_bytes = c[C_READ_BYTES];
-	l1->write_bytes = c[C_WRITE_BYTES];
-	/* Bandwidth is per call: bytes over the time spent inside the calls. */
-	l1->read_bw_bytes_per_sec = per_sec(c[C_READ_BYTES], c[C_READ_NS]);
-	l1->write_bw_bytes_per_sec = per_sec(c[C_WRITE_BYTES], c[C_WRITE_NS]);
-	l1->read_lat_sum_us = c[C_READ_NS] / 1000;
-	l1->write_lat_sum_us = c[C_WRITE_NS] / 1000;
-	l1->read_lat_avg_us = reads ? l1->read_lat_sum_us / reads : 0;
-	l1->write_lat_avg_us = writes ? l1->write_lat_sum_us / writes : 0;
-	/* Operations per second over the window since start/reset. */
-	l1->read_ops_per_sec = per_sec(reads, window);
-	l1->write_ops_per_sec = per_sec(writes, window);
+	fill_io(c, &plain_io, window, IO_FIGURES(l1, read, write));
 	/* Vectored I/O (the 1.19 members), figured like plain reads/writes. */
-	fill_op(&l1->readv_ops, c, C_READV_OK);
-	fill_op(&l1->writev_ops, c, C_WRITEV_OK);
-	uint64_t readvs = c[C_READV_OK] + c[C_READV_ERR], writevs = c[C_WRITEV_OK] + c[C_WRITEV_ERR];
-	l1->readv_bytes = c[C_READV_BYTES];
-	l1->writev_bytes = c[C_WRITEV_BYTES];
-	l1->readv_bw_bytes_per_sec = per_sec(c[C_READV_BYTES], c[C_READV_NS]);
-	l1->writev_bw_bytes_per_sec = per_sec(c[C_WRITEV_BYTES], c[C_WRITEV_NS]);
-	l1->readv_lat_sum_us = c[C_READV_NS] / 1000;
-	l1->writev_lat_sum_us = c[C_WRITEV_NS] / 1000;
-	l1->readv_lat_avg_us = readvs ? l1->readv_lat_sum_us / readvs : 0;
-	l1->writev_lat_avg_us = writevs ? l1->writev_lat_sum_us / writevs : 0;
-	l1->readv_ops_per_sec = per_sec(readvs, window);
-	l1->writev_ops_per_sec = per_sec(writevs, window);
+	fill_io(c, &vec_io, window, IO_FIGURES(l1, readv, writev));
 	/* Batch I/O.  Every entry takes the POSIX path here (no nvidia-fs). */
 	fill_op(&l1->batch_setup_ops, c, C_BSETUP_OK);
 	fill_op(&l1->batch_submit_ops, c, C_BSUBMIT_OK);
