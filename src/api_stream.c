@@ -18,6 +18,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "stats.h"
 #include "stream.h"
 
 static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_p,
@@ -33,6 +34,7 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
 		return api_status(r);
 	if (!stream || !cuda_available()) {
 		ssize_t n = api_io(fh, base, *size_p, *file_offset_p, *buf_offset_p, write, true);
+		stats_stream_done(write, n);
 		driver_exit();
 		if (n < 0 && !ocf_is_cufile_err(n)) {
 			errno = (int)-n;

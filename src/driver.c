@@ -112,6 +112,7 @@ static int open_locked(void)
 	 * created once asynchronous work of ours can be waiting. */
 	gpu_prewarm_start(engine_participants());
 	watchdog_start();
+	stats_publish_start();
 	is_open = true;
 	open_count = 1;
 	log_info("driver opened (%s)", cuda_available() ? "CUDA available" : "host memory only");
@@ -182,7 +183,7 @@ int driver_close(void)
 	handle_deregister_all();
 	buf_deregister_all();
 	gpu_teardown_all();
-	stats_at_close(); /* the stats snapshot file, if configured */
+	stats_publish_stop(); /* the last snapshot, or none in the default directory */
 	watchdog_stop();
 	config_forget_preview();
 	open_count = 0;
