@@ -492,14 +492,17 @@ static int run_command(char **argv, int level, int interval)
 		if (w == pid || (w < 0 && errno != EINTR))
 			break;
 		if (interval && now && before && waited > 0 && waited % (interval * 1000L) == 0) {
-			/* Interim reports, over the interval since the last. */
+			/* Interim reports, over the interval since the last; a
+			 * snapshot seen before, or a final one (reported at the
+			 * end), is not repeated. */
 			int n = read_all(dir, now, MAX_TRACKED);
 			for (int i = 0; i < n; i++) {
 				const struct ocf_stats_file *p = NULL;
 				for (int j = 0; j < nbefore; j++)
-					if (before[j].pid == now[i].pid &&
-					    before[j].f.written_mono_ns < now[i].f.written_mono_ns)
+					if (before[j].pid == now[i].pid)
 						p = &before[j].f;
+				if (now[i].f.final || (p && p->written_mono_ns >= now[i].f.written_mono_ns))
+					continue;
 				stats_report_print(stdout, &now[i].f, p, level ? level : 3);
 				printf("\n");
 			}
