@@ -91,10 +91,17 @@ int stats_dir_open(const char *xdg, uid_t uid, bool create, char *path, size_t l
 
 int stats_file_read(int dirfd, const char *name, struct ocf_stats_file *f)
 {
-	int flags = O_RDONLY | O_CLOEXEC | (dirfd == AT_FDCWD ? 0 : O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO put in the place of a snapshot must not hold
+	 * the reader (root's gds_stats reads users' directories). */
+	int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (dirfd == AT_FDCWD ? 0 : O_NOFOLLOW);
 	int fd = openat(dirfd, name, flags);
 	if (fd < 0)
 		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	/* One byte more than a snapshot: a longer file is not one. */
 	char *buf = malloc(sizeof(*f) + 1);
 	size_t got = 0;

@@ -4,7 +4,8 @@
  *  - OPENCUFILE_STATS_FILE with a relative path ("%p" = pid): found from
  *    the process's working directory, whatever the tool's;
  *  - 2: bad usage; 3: no such process; 4: a process that does not use
- *    libcufile; 5: statistics off, saying which key and which environment
+ *    libcufile (a FIFO in the place of its snapshot does not hold the
+ *    tool); 5: statistics off, saying which key and which environment
  *    variable turn them on (a process with profile.cufile_stats 0, and one
  *    that publishes a file at level 0); 127: a command that cannot run. */
 #include "stats_reader_util.h"
@@ -56,10 +57,17 @@ int main(int argc, char **argv)
 	T_EQ(t_run(&out, "%s -p %d", tool, (int)gone), 3);
 	T_ASSERT(strstr(out, "no process") != NULL);
 
-	/* A process that does not use libcufile. */
-	pid_t sl = t_spawn_sleep(NULL);
-	T_EQ(t_run(&out, "%s -p %d", tool, (int)sl), 4);
+	/* A process that does not use libcufile, with a FIFO in the place
+	 * of its snapshot, which must not hold the tool. */
+	pid_t sl = t_spawn_sleep(t_env_with(t_reader_env(xdg, 1, NULL)));
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/opencufile", xdg);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		T_FAIL("mkdir %s: %s", dir, strerror(errno));
+	T_SYS(mkfifo(t_snapshot(xdg, sl), 0600));
+	T_EQ(t_run(&out, "timeout 20 %s -p %d", tool, (int)sl), 4);
 	T_ASSERT(strstr(out, "does not use libcufile") != NULL);
+	unlink(t_snapshot(xdg, sl));
 	kill(sl, SIGKILL);
 	waitpid(sl, NULL, 0);
 
