@@ -10,8 +10,9 @@
  * environment it was given.  It reads 64 KiB at a time (into device memory
  * where there is a GPU, else host memory), about a thousand times a second,
  * and answers one-byte commands between reads:
- *   'p'  pause; answers "paused OK BYTES" (cuFileGetStatsL1: read_ops.ok
- *        and read_bytes; -1 -1 at level 0) and waits for the next command
+ *   'p'  pause; answers "paused OK BYTES NS" (cuFileGetStatsL1: read_ops.ok
+ *        and read_bytes, -1 -1 at level 0; CLOCK_MONOTONIC after the last
+ *        read) and waits for the next command
  *   'g'  go on reading
  *   'c'  cuFileDriverClose; answers "closed" and waits
  *   'x'  exit(0) without closing the driver
@@ -95,12 +96,16 @@ static inline int t_reader_main(int argc, char **argv)
 		if (n == 1 && c == 'p') {
 			CUfileStatsLevel1_t s;
 			int level = 0;
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			unsigned long long ns = (unsigned long long)ts.tv_sec * 1000000000ull;
+			ns += (unsigned long long)ts.tv_nsec;
 			cuFileGetStatsLevel(&level);
 			if (level > 0 && cuFileGetStatsL1(&s).err == CU_FILE_SUCCESS)
-				dprintf(st, "paused %llu %llu\n", (unsigned long long)s.read_ops.ok,
-					(unsigned long long)s.read_bytes);
+				dprintf(st, "paused %llu %llu %llu\n", (unsigned long long)s.read_ops.ok,
+					(unsigned long long)s.read_bytes, ns);
 			else
-				dprintf(st, "paused -1 -1\n");
+				dprintf(st, "paused -1 -1 %llu\n", ns);
 			paused = true;
 		} else if (n == 1 && c == 'g') {
 			paused = false;
@@ -269,13 +274,24 @@ static inline const char *t_reader_cmd(struct t_reader *r, char c)
 	return line;
 }
 
-/* Pauses the reader; returns its read_ops.ok (-1 at level 0). */
-static inline long long t_reader_pause(struct t_reader *r)
+/* Pauses the reader; returns its read_ops.ok (-1 at level 0) once its
+ * snapshot at `snapshot` was filled after the pause (so a tool started now
+ * sees every read; a snapshot filled before it but renamed later could
+ * otherwise be the newer one a tool waits for). */
+static inline long long t_reader_pause(struct t_reader *r, const char *snapshot)
 {
 	long long ok = -2, bytes;
-	if (sscanf(t_reader_cmd(r, 'p'), "paused %lld %lld", &ok, &bytes) != 2)
+	unsigned long long ns = 0;
+	if (sscanf(t_reader_cmd(r, 'p'), "paused %lld %lld %llu", &ok, &bytes, &ns) != 3)
 		T_FAIL("reader %d: bad answer to 'p'", (int)r->pid);
-	return ok;
+	struct ocf_stats_file f;
+	for (int waited = 0;; waited += 20) {
+		if (stats_file_read(AT_FDCWD, snapshot, &f) == 0 && f.written_mono_ns > ns)
+			return ok;
+		if (waited > 10000)
+			T_FAIL("reader %d: no snapshot in %s after its pause", (int)r->pid, snapshot);
+		t_sleep_ms(20);
+	}
 }
 
 /* Sends sig (0: the 'x' command) and waits; returns the wait status. */

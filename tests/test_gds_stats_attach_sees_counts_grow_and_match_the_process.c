@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	T_EQ(t_after(out, T_READ_OK, 3), -1);
 
 	/* Paused: the tool agrees with the process, at every level. */
-	long long reads = t_reader_pause(&r);
+	long long reads = t_reader_pause(&r, t_snapshot(xdg, r.pid));
 	T_GE(reads, prev);
 	check_levels(tool, r.pid, reads);
 	/* Nothing read meanwhile: the last interval shows no read. */
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 
 	/* A process counting at level 1, asked for level 3. */
 	t_reader_start(&r, t_reader_env(xdg, 1, NULL), data);
-	reads = t_reader_pause(&r);
+	reads = t_reader_pause(&r, t_snapshot(xdg, r.pid));
 	T_EQ(t_run(&out, "%s -p %d -l 3", tool, (int)r.pid), 0);
 	T_ASSERT(strstr(out, "counts at level 1") != NULL);
 	T_EQ(t_after(out, T_READ_OK, 0), reads);

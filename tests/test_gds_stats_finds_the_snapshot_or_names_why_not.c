@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 	char file[PATH_MAX];
 	snprintf(file, sizeof(file), "ocf_gds_stats_find_%d.bin", (int)r.pid);
 	T_ASSERT(t_exists(file));
-	long long reads = t_reader_pause(&r);
+	long long reads = t_reader_pause(&r, file);
 	T_EQ(t_run(&out, "cd / && %s -p %d", tool, (int)r.pid), 0);
 	T_EQ(t_after(out, T_READ_OK, 0), reads);
 	T_EQ(t_reader_end(&r, 0), 0);

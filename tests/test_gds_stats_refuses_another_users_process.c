@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	T_ASSERT(strstr(out, "only its owner or root") != NULL);
 	/* Its snapshot is untouched, and root reads it. */
 	T_ASSERT(t_exists(t_snapshot(xdg, r.pid)));
-	long long reads = t_reader_pause(&r);
+	long long reads = t_reader_pause(&r, t_snapshot(xdg, r.pid));
 	T_EQ(t_run(&out, "%s -p %d", tool, (int)r.pid), 0);
 	T_EQ(t_after(out, T_READ_OK, 0), reads);
 	T_EQ(t_reader_end(&r, 0), 0);

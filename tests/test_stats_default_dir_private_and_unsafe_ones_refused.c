@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 		T_ASSERT(S_ISREG(st.st_mode));
 		T_EQ(st.st_uid, geteuid());
 		T_EQ(st.st_mode & 0777, 0600);
-		long long reads = t_reader_pause(&r);
+		long long reads = t_reader_pause(&r, snap);
 		T_EQ(t_run(&out, "env -u XDG_RUNTIME_DIR %s -p %d", tool, (int)r.pid), 0);
 		T_EQ(t_after(out, T_READ_OK, 0), reads);
 		T_EQ(t_reader_end(&r, 0), 0);

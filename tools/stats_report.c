@@ -53,7 +53,10 @@ static void kinds_of(const CUfileStatsLevel1_t *s, struct kind k[4])
 /* now - before; a counter that went back was reset and counts from 0. */
 static uint64_t d(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
 
-static double gib_per_s(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes * 1e9 / (double)ns / 1073741824.0 : 0; }
+static double gib_per_s(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes * 1e9 / (double)ns / 1073741824.0 : 0;
+}
 
 static void print_totals(FILE *o, const struct ocf_stats_file *f)
 {
