@@ -327,8 +327,8 @@ static inline pid_t t_spawn_sleep(char **env)
 	return pid;
 }
 
-/* A new directory (mode 0700, absolute path) in the test directory,
- * removed with its contents at exit. */
+/* Directories removed with their contents at exit; t_private_dir: a new
+ * one (mode 0700, absolute path) in the test directory. */
 static char t_private_dirs[8][PATH_MAX] T_UNUSED;
 static int t_nprivate T_UNUSED;
 static inline void t_remove_private_dirs(void)
@@ -340,20 +340,28 @@ static inline void t_remove_private_dirs(void)
 			fprintf(stderr, "cannot remove %s\n", t_private_dirs[i]);
 	}
 }
+/* A new directory made from tmpl (mkdtemp), removed with its contents at
+ * exit. */
+static inline const char *t_temp_dir(const char *tmpl)
+{
+	if (t_nprivate == 8)
+		T_FAIL("too many private directories");
+	char *d = t_private_dirs[t_nprivate];
+	snprintf(d, PATH_MAX, "%s", tmpl);
+	if (!mkdtemp(d))
+		T_FAIL("mkdtemp %s: %s", tmpl, strerror(errno));
+	if (t_nprivate++ == 0)
+		atexit(t_remove_private_dirs);
+	return d;
+}
+
 static inline const char *t_private_dir(void)
 {
 	char tmpl[PATH_MAX];
-	if (t_nprivate == 8)
-		T_FAIL("too many private directories");
 	if (!realpath(t_dir(), tmpl))
 		T_FAIL("realpath %s: %s", t_dir(), strerror(errno));
 	strncat(tmpl, "/ocf_stats_XXXXXX", sizeof(tmpl) - strlen(tmpl) - 1);
-	if (!mkdtemp(tmpl))
-		T_FAIL("mkdtemp %s: %s", tmpl, strerror(errno));
-	if (t_nprivate == 0)
-		atexit(t_remove_private_dirs);
-	snprintf(t_private_dirs[t_nprivate], PATH_MAX, "%s", tmpl);
-	return t_private_dirs[t_nprivate++];
+	return t_temp_dir(tmpl);
 }
 
 /* The snapshot of pid in the default directory under xdg. */

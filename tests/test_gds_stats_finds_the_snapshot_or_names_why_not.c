@@ -24,12 +24,16 @@ int main(int argc, char **argv)
 	const char *data = t_make_pattern_file(T_DATA_SIZE, 0);
 	const char *out;
 
-	/* A file named by the process, relative to its working directory
-	 * (this one); the tool runs from /. */
+	/* A file named by the process relative to its working directory
+	 * (started in xdg); the tool runs from /. */
 	struct t_reader r;
-	t_reader_start(&r, t_reader_env(xdg, 1, "OPENCUFILE_STATS_FILE=ocf_gds_stats_find_%p.bin"), data);
-	char file[PATH_MAX];
-	snprintf(file, sizeof(file), "ocf_gds_stats_find_%d.bin", (int)r.pid);
+	char file_env[PATH_MAX + 64], file[PATH_MAX + 64], cwd[PATH_MAX], abs_data[PATH_MAX];
+	T_ASSERT(getcwd(cwd, sizeof(cwd)) != NULL);
+	T_ASSERT(realpath(data, abs_data) != NULL);
+	T_SYS(chdir(xdg));
+	t_reader_start(&r, t_reader_env(xdg, 1, "OPENCUFILE_STATS_FILE=find_%p.bin"), abs_data);
+	T_SYS(chdir(cwd));
+	snprintf(file, sizeof(file), "%s/find_%d.bin", xdg, (int)r.pid);
 	T_ASSERT(t_exists(file));
 	long long reads = t_reader_pause(&r, file);
 	T_EQ(t_run(&out, "cd / && %s -p %d", tool, (int)r.pid), 0);
@@ -80,7 +84,6 @@ int main(int argc, char **argv)
 
 	/* A named file at level 0: published (pinned memory figures), but
 	 * the statistics are off. */
-	char file_env[PATH_MAX + 64];
 	snprintf(file_env, sizeof(file_env), "OPENCUFILE_STATS_FILE=%s/level0_%%p.bin", xdg);
 	t_reader_start(&r, t_reader_env(xdg, 0, file_env), data);
 	T_EQ(t_run(&out, "%s -p %d", tool, (int)r.pid), 5);
