@@ -16,6 +16,7 @@
  *   'g'  go on reading
  *   'c'  cuFileDriverClose; answers "closed" and waits
  *   'x'  exit(0) without closing the driver
+ *   'e'  exec `sleep 60` (no exit handler runs; same pid and start time)
  * "reader-count N DATA STATUS" instead reads N times (a millisecond apart)
  * and exits with STATUS without closing the driver (for gds_stats --
  * COMMAND).
@@ -115,6 +116,9 @@ static inline int t_reader_main(int argc, char **argv)
 			paused = true;
 		} else if (n == 1 && c == 'x') {
 			exit(0);
+		} else if (n == 1 && c == 'e') {
+			execl("/bin/sleep", "sleep", "60", (char *)NULL);
+			T_FAIL("reader: exec sleep: %s", strerror(errno));
 		}
 		if (!paused)
 			t_reader_read(&io);
@@ -236,6 +240,7 @@ static inline void t_reader_start_or_fail(struct t_reader *r, const char *const 
 	if (pid == 0) {
 		close(cp[1]);
 		close(sp[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* no reader outlives a failed test */
 		execve(self, (char *[]){(char *)self, "reader", cfd, sfd, (char *)data, NULL}, env);
 		_exit(127);
 	}

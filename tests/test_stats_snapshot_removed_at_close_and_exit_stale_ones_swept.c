@@ -12,6 +12,9 @@
  *    reused) is stale as well: gds_stats removes it and reports on the
  *    live process (here one that does not use libcufile: 4), and the next
  *    publisher removes such a file too;
+ *  - so is the snapshot of a process that has exec'd a program without
+ *    libcufile (same pid and start time, no exit handler ran): gds_stats
+ *    removes it and says the process does not use libcufile (4);
  *  - in the end the directory holds no file, temporary ones included. */
 #include "stats_reader_util.h"
 
@@ -110,6 +113,22 @@ int main(int argc, char **argv)
 	T_EQ(t_reader_end(&r, 0), 0);
 	kill(sl, SIGKILL);
 	waitpid(sl, NULL, 0);
+
+	/* A reader that execs sleep. */
+	t_set_case("exec");
+	t_reader_start(&r, env, data);
+	char snap[PATH_MAX + 64];
+	snprintf(snap, sizeof(snap), "%s", t_snapshot(xdg, r.pid));
+	t_reader_cmd(&r, 'e');
+	char comm[64];
+	snprintf(comm, sizeof(comm), "/proc/%d/comm", (int)r.pid);
+	for (int i = 0; i < 200 && strncmp(t_slurp(comm), "sleep", 5) != 0; i++)
+		t_sleep_ms(10);
+	T_ASSERT(t_exists(snap));
+	T_EQ(t_run(&out, "%s -p %d", tool, (int)r.pid), 4);
+	T_ASSERT(strstr(out, "removed the stale statistics") != NULL);
+	T_ASSERT(!t_exists(snap));
+	T_ASSERT(WIFSIGNALED(t_reader_end(&r, SIGKILL)));
 
 	T_EQ(t_dir_entries(dir, ""), 0);
 	return T_EXIT_PASS;

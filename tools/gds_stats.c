@@ -136,15 +136,16 @@ static bool proc_env(pid_t pid, const char *name, char *buf, size_t len)
 	return found;
 }
 
-/* The path of a libcufile mapped by pid ("" when none). */
-static void proc_libcufile(pid_t pid, char *buf, size_t len)
+/* The path of a libcufile mapped by pid in buf ("" when none); -errno
+ * when its mappings cannot be read. */
+static int proc_libcufile(pid_t pid, char *buf, size_t len)
 {
 	char path[64], line[PATH_MAX + 256];
 	buf[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return;
+		return -errno;
 	while (!buf[0] && fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/');
 		if (!file)
@@ -155,6 +156,7 @@ static void proc_libcufile(pid_t pid, char *buf, size_t len)
 			snprintf(buf, len, "%s", file);
 	}
 	fclose(f);
+	return 0;
 }
 
 /* ------------------------------------------------------------- sources */
@@ -207,6 +209,24 @@ static int source_read(const struct source *s, struct ocf_stats_file *f)
 	if (r == 0 && (f->pid != s->pid || f->start_ticks != s->start))
 		r = -ENOENT;
 	return r == -EINVAL ? -ENOENT : r;
+}
+
+/* Whether the process of s's snapshot has exec'd another program since it
+ * wrote it (same pid, same start time, no libcufile mapped any more: exec
+ * runs no exit handler); the snapshot is then removed. */
+static bool exec_left(const struct source *s)
+{
+	char lib[PATH_MAX], dir[PATH_MAX + 64], name[64];
+	if (proc_libcufile(s->pid, lib, sizeof(lib)) != 0 || lib[0])
+		return false;
+	int dfd = stats_dir_open(s->xdg[0] ? s->xdg : NULL, s->uid, false, dir, sizeof(dir));
+	if (dfd < 0)
+		return false;
+	stats_file_name(s->pid, name, sizeof(name));
+	if (unlinkat(dfd, name, 0) == 0)
+		removed_stale(s->pid, dir);
+	close(dfd);
+	return true;
 }
 
 /* The candidate parents of the default directory of a process of uid. */
@@ -286,13 +306,12 @@ static int find(pid_t pid, struct source *s, struct ocf_stats_file *f)
 		for (int i = 0; i < n; i++) {
 			snprintf(s->xdg, sizeof(s->xdg), "%s", parents[i]);
 			sweep(s->xdg, s->uid);
-			if (source_read(s, f) == 0)
+			if (source_read(s, f) == 0 && !exec_left(s))
 				return EX_OK;
 		}
 	}
 	char lib[PATH_MAX];
-	proc_libcufile(pid, lib, sizeof(lib));
-	if (!lib[0]) {
+	if (proc_libcufile(pid, lib, sizeof(lib)) == 0 && !lib[0]) {
 		fprintf(stderr, PROG ": process %d does not use libcufile\n", (int)pid);
 		return EX_NOT_USING;
 	}
