@@ -11,7 +11,7 @@
 #                     /etc/opencufile/cufile.json (a conffile; /etc/cufile.json
 #                     links to it only where no such file exists)
 #   libcufile-dev     dev: cufile.h, libcufile.so, cufile.pc, CMake package
-#   opencufile-tools  tools: gdsio, gdscheck and their man pages
+#   opencufile-tools  tools: gdsio, gdscheck, gds_stats and their man pages
 #
 # Dependencies on other packages come from dpkg-shlibdeps; the package's
 # own shlibs file is generated.  opencufile-tools gets zlib1g that way when
@@ -50,6 +50,7 @@ endfunction()
 
 ocf_install_gzipped(${PROJECT_SOURCE_DIR}/tools/gdsio.1 ${CMAKE_INSTALL_MANDIR}/man1 tools)
 ocf_install_gzipped(${PROJECT_SOURCE_DIR}/tools/gdscheck.1 ${CMAKE_INSTALL_MANDIR}/man1 tools)
+ocf_install_gzipped(${PROJECT_SOURCE_DIR}/tools/gds_stats.1 ${CMAKE_INSTALL_MANDIR}/man1 tools)
 
 if(OPENCUFILE_DEB)
   # opencufile/libcufile.so.0 -> ../libcufile.so.0: listed first in
@@ -131,9 +132,11 @@ toolkit.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ${OCF_DEB_TOOLS})
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION "open implementation of the cuFile API - gdsio and gdscheck
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION "open implementation of the cuFile API - gdsio, gdscheck, gds_stats
 gdsio measures cuFile reads and writes with NVIDIA's gdsio options;
 gdscheck reports which libcufile a process loads and why, the effective
-configuration, GPUs, file systems and the data path reads will take.")
+configuration, GPUs, file systems and the data path reads will take;
+gds_stats prints the cuFile statistics of a running process or of a
+command run under it.")
 
 include(CPack)

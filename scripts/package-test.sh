@@ -12,7 +12,8 @@
 #      their dependencies from Debian; a consumer (tests/package/consumer.c)
 #      is built with `pkg-config --cflags --libs cufile` only and reads a
 #      file into host memory, every byte checked; gdscheck runs and names
-#      the library; remove keeps only the conffile, purge leaves no file;
+#      the library; gds_stats runs the consumer and reports its reads;
+#      remove keeps only the conffile, purge leaves no file;
 #   4. beside "NVIDIA's" library: a stand-in (a copy of ours whose
 #      OPENCUFILE_* marker is overwritten, so gdscheck calls it another
 #      implementation) under /usr/local/cuda/targets/x86_64-linux/lib,
@@ -144,8 +145,11 @@ check "gdscheck says the library is opencufile, chosen by the ld.so cache" \
 	sh_root "gdscheck > /opt/ocf/gdscheck.txt; sed -n '/^Library/,/^\$/p' /opt/ocf/gdscheck.txt >&2
 		grep -q 'in this process: $libdir/libcufile.so.0.1.0 (opencufile)' /opt/ocf/gdscheck.txt
 		grep -q 'chosen by: the ld.so cache' /opt/ocf/gdscheck.txt"
-check "man pages of gdsio and gdscheck, copyright and changelog are installed" \
-	sh_root "for p in gdsio gdscheck; do zcat /usr/share/man/man1/\$p.1.gz | grep -q '^.TH'; done
+check "gds_stats runs the consumer under it and reports its reads" \
+	sh_root "cd /tmp && gds_stats -l 1 -- /opt/ocf/consumer /tmp/s.dat > /opt/ocf/gds_stats.txt; cat /opt/ocf/gds_stats.txt >&2
+		grep -q '^  read  *ok [1-9]' /opt/ocf/gds_stats.txt"
+check "man pages of gdsio, gdscheck and gds_stats, copyright and changelog are installed" \
+	sh_root "for p in gdsio gdscheck gds_stats; do zcat /usr/share/man/man1/\$p.1.gz | grep -q '^.TH'; done
 		for p in $pkgs; do grep -q Apache-2.0 /usr/share/doc/\$p/copyright; zcat /usr/share/doc/\$p/changelog.gz | grep -q '^opencufile'; done"
 check "remove keeps only the conffile and drops the /etc/cufile.json link" \
 	sh_root "apt-get remove -y -q $pkgs >/dev/null 2>&1

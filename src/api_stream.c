@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "log.h"
 #include "request.h"
+#include "stats.h"
 #include "stream.h"
 
 static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_p,
@@ -34,6 +35,7 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
 		return api_status(r);
 	if (!stream || !cuda_available()) {
 		ssize_t n = request_io(fh, base, *size_p, *file_offset_p, *buf_offset_p, write, true);
+		stats_stream_done(write, n);
 		driver_exit();
 		*bytes_p = api_io_result(n);
 		return api_status(0);

@@ -70,6 +70,10 @@ const struct driver_step driver_lifecycle[] = {
 	/* The thread that logs a wait that lasts; reads the configuration
 	 * (execution.wait_watchdog_s, 0: not started). */
 	{DRIVER_OPEN, watchdog_start},
+	/* The statistics snapshot for gds_stats (profile.cufile_stats, or
+	 * OPENCUFILE_STATS_FILE): its file written now and every second by
+	 * a thread of its own; reads the configuration. */
+	{DRIVER_OPEN, stats_publish_start},
 	/* Last: the line says what the open found. */
 	{DRIVER_OPEN, log_opened},
 
@@ -111,10 +115,12 @@ const struct driver_step driver_lifecycle[] = {
 	 * after everything above that may use a lane or free memory in a
 	 * primary context. */
 	{DRIVER_CLOSE, gpu_teardown_all},
-	/* The statistics snapshot file (if configured): after every teardown
-	 * above, so that its "pinned now" figure shows only what the close
-	 * could not free (a ring a stream never let go of). */
-	{DRIVER_CLOSE, stats_at_close},
+	/* The statistics snapshot: its last version in OPENCUFILE_STATS_FILE,
+	 * or the published one (gds_stats) removed; and the thread that
+	 * writes it every second stopped.  After every teardown above, so
+	 * that its "pinned now" figure shows only what the close could not
+	 * free (a ring a stream never let go of). */
+	{DRIVER_CLOSE, stats_publish_stop},
 	/* The CPU profile's report: after every thread of ours has stopped,
 	 * so that each one's last job is in it. */
 	{DRIVER_CLOSE, prof_report},
@@ -123,7 +129,7 @@ const struct driver_step driver_lifecycle[] = {
 	 * through the close's in-flight wait, which it watches. */
 	{DRIVER_CLOSE, watchdog_stop},
 	/* The next parameter preview reads cufile.json again: after every row
-	 * that reads the configuration (stats_at_close: the file's path). */
+	 * that reads the configuration (stats_publish_stop: the file's path). */
 	{DRIVER_CLOSE, config_forget_preview},
 	/* Last: the line, then the log file is closed (no descriptor outlives
 	 * the driver; reopened at the next line). */

@@ -77,6 +77,13 @@ enum {
 	C_WRITEV_BYTES,
 	C_READV_NS,
 	C_WRITEV_NS,
+	/* stream operations (also counted as reads and writes) */
+	C_SREAD_OK,
+	C_SREAD_ERR,
+	C_SWRITE_OK,
+	C_SWRITE_ERR,
+	C_SREAD_BYTES,
+	C_SWRITE_BYTES,
 	C_COUNT
 };
 
@@ -121,7 +128,6 @@ static __thread struct block *my_block;
 static atomic_int cur_level;
 static atomic_bool running = true;
 static atomic_bool level_from_api;
-static atomic_uint_fast64_t last_snapshot_ns;
 
 static uint64_t now_ns(void)
 {
@@ -191,8 +197,6 @@ static unsigned hist_bucket(size_t bytes)
 	return b > 31 ? 31 : b;
 }
 
-static void maybe_snapshot(uint64_t now);
-
 /* The level-1 counters of one kind of call: cuFileRead/cuFileWrite or the
  * vectored calls. */
 struct io_counters {
@@ -233,7 +237,6 @@ static void io_done(const struct io_counters *k, bool write, size_t size, ssize_
 		if (unaligned)
 			add(&g[write ? G_WRITES_UNALIGNED : G_READS_UNALIGNED], 1);
 	}
-	maybe_snapshot(now);
 }
 
 void stats_io_done(bool write, size_t size, ssize_t ret, uint64_t start_ns, int gpu, bool unaligned)
@@ -259,6 +262,18 @@ void stats_handle_register(bool ok) { count_op(C_HREG_OK, ok); }
 void stats_handle_deregister(bool ok) { count_op(C_HDEREG_OK, ok); }
 void stats_buf_register(bool ok) { count_op(C_BREG_OK, ok); }
 void stats_buf_deregister(bool ok) { count_op(C_BDEREG_OK, ok); }
+
+void stats_stream_done(bool write, ssize_t ret)
+{
+	if (!counting())
+		return;
+	struct block *b = get_block();
+	if (!b)
+		return;
+	add(&b->s.c[write ? (ret >= 0 ? C_SWRITE_OK : C_SWRITE_ERR) : (ret >= 0 ? C_SREAD_OK : C_SREAD_ERR)], 1);
+	if (ret > 0)
+		add(&b->s.c[write ? C_SWRITE_BYTES : C_SREAD_BYTES], (uint64_t)ret);
+}
 
 void stats_batch_call(enum stats_batch_call call, bool ok)
 {
@@ -379,43 +394,93 @@ static void fill_op(CUfileOpCounter_t *o, const uint64_t *c, int ok_idx)
 	o->err = c[ok_idx + 1];
 }
 
-static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLevel3_t *out)
+/* Where one kind of call's level-1 figures go: [0] reads, [1] writes. */
+struct io_figures {
+	CUfileOpCounter_t *ops[2];
+	uint64_t *bytes[2], *bw[2], *lat_sum[2], *lat_avg[2], *ops_per_sec[2];
+};
+/* The members RD_* and WR_* of the level-1 struct *l1: read and write, or
+ * readv and writev, which CUfileStatsLevel1_t names alike. */
+#define IO_FIGURES(l1, rd, wr)                                                                         \
+	(&(struct io_figures){                                                                          \
+	    .ops = {&(l1)->rd##_ops, &(l1)->wr##_ops},                                                  \
+	    .bytes = {&(l1)->rd##_bytes, &(l1)->wr##_bytes},                                            \
+	    .bw = {&(l1)->rd##_bw_bytes_per_sec, &(l1)->wr##_bw_bytes_per_sec},                         \
+	    .lat_sum = {&(l1)->rd##_lat_sum_us, &(l1)->wr##_lat_sum_us},                                \
+	    .lat_avg = {&(l1)->rd##_lat_avg_us, &(l1)->wr##_lat_avg_us},                                \
+	    .ops_per_sec = {&(l1)->rd##_ops_per_sec, &(l1)->wr##_ops_per_sec},                          \
+	})
+
+static void fill_io(const uint64_t *c, const struct io_counters *k, uint64_t window, const struct io_figures *f)
+{
+	for (int w = 0; w < 2; w++) {
+		uint64_t ok = c[k->ok[w]], err = c[k->err[w]], ns = c[k->ns[w]], bytes = c[k->bytes[w]];
+		f->ops[w]->ok = ok;
+		f->ops[w]->err = err;
+		*f->bytes[w] = bytes;
+		/* Bandwidth is per call: bytes over the time spent inside the calls. */
+		*f->bw[w] = per_sec(bytes, ns);
+		*f->lat_sum[w] = ns / 1000;
+		*f->lat_avg[w] = ok + err ? ns / 1000 / (ok + err) : 0;
+		/* Operations per second over the window since start/reset. */
+		*f->ops_per_sec[w] = per_sec(ok + err, window);
+	}
+}
+
+/* The GPUs and their UUIDs, read from the CUDA driver once it is loaded
+ * and kept: the snapshot written at exit must not call a driver that may
+ * have been torn down already, and the publishing thread makes no CUDA
+ * call (it would wait for the driver's locks).  gpus_lock protects them. */
+static pthread_mutex_t gpus_lock = PTHREAD_MUTEX_INITIALIZER;
+static int gpus_n = -1; /* -1: not read yet */
+static char gpus_uuid[OCF_STATS_MAX_GPUS][CUFILE_GPU_UUID_LEN];
+
+static void gpus_read_locked(void)
+{
+	if (gpus_n >= 0 || !cuda_available())
+		return;
+	int n = OCF_MIN(cuda_device_count(), OCF_STATS_MAX_GPUS);
+	for (int i = 0; i < n; i++) {
+		CUdevice dev;
+		CUuuid u;
+		if (ocf_cu.DeviceGet(&dev, i) == CUDA_SUCCESS && ocf_cu.DeviceGetUuid(&u, dev) == CUDA_SUCCESS)
+			memcpy(gpus_uuid[i], u.bytes, sizeof(gpus_uuid[i]));
+	}
+	gpus_n = n > 0 ? n : 0;
+}
+
+void stats_read_gpus(void)
+{
+	pthread_mutex_lock(&gpus_lock);
+	gpus_read_locked();
+	pthread_mutex_unlock(&gpus_lock);
+}
+
+/* Sets num_gpus and the UUIDs; returns num_gpus. */
+static int gpus_get(bool may_call_cuda, CUfileStatsLevel3_t *out)
+{
+	pthread_mutex_lock(&gpus_lock);
+	if (may_call_cuda)
+		gpus_read_locked();
+	int n = gpus_n > 0 ? gpus_n : 0;
+	for (int i = 0; i < n; i++)
+		memcpy(out->per_gpu_stats[i].uuid, gpus_uuid[i], sizeof(gpus_uuid[i]));
+	pthread_mutex_unlock(&gpus_lock);
+	out->num_gpus = (uint32_t)n;
+	return n;
+}
+
+static void fill(const struct sums *s, uint64_t window, int level, bool may_call_cuda, CUfileStatsLevel3_t *out)
 {
 	CUfileStatsLevel1_t *l1 = &out->detailed.basic;
 	const uint64_t *c = s->c;
-	fill_op(&l1->read_ops, c, C_READ_OK);
-	fill_op(&l1->write_ops, c, C_WRITE_OK);
 	fill_op(&l1->hdl_register_ops, c, C_HREG_OK);
 	fill_op(&l1->hdl_deregister_ops, c, C_HDEREG_OK);
 	fill_op(&l1->buf_register_ops, c, C_BREG_OK);
 	fill_op(&l1->buf_deregister_ops, c, C_BDEREG_OK);
-	uint64_t reads = c[C_READ_OK] + c[C_READ_ERR], writes = c[C_WRITE_OK] + c[C_WRITE_ERR];
-	l1->read_bytes = c[C_READ_BYTES];
-	l1->write_bytes = c[C_WRITE_BYTES];
-	/* Bandwidth is per call: bytes over the time spent inside the calls. */
-	l1->read_bw_bytes_per_sec = per_sec(c[C_READ_BYTES], c[C_READ_NS]);
-	l1->write_bw_bytes_per_sec = per_sec(c[C_WRITE_BYTES], c[C_WRITE_NS]);
-	l1->read_lat_sum_us = c[C_READ_NS] / 1000;
-	l1->write_lat_sum_us = c[C_WRITE_NS] / 1000;
-	l1->read_lat_avg_us = reads ? l1->read_lat_sum_us / reads : 0;
-	l1->write_lat_avg_us = writes ? l1->write_lat_sum_us / writes : 0;
-	/* Operations per second over the window since start/reset. */
-	l1->read_ops_per_sec = per_sec(reads, window);
-	l1->write_ops_per_sec = per_sec(writes, window);
+	fill_io(c, &plain_io, window, IO_FIGURES(l1, read, write));
 	/* Vectored I/O (the 1.19 members), figured like plain reads/writes. */
-	fill_op(&l1->readv_ops, c, C_READV_OK);
-	fill_op(&l1->writev_ops, c, C_WRITEV_OK);
-	uint64_t readvs = c[C_READV_OK] + c[C_READV_ERR], writevs = c[C_WRITEV_OK] + c[C_WRITEV_ERR];
-	l1->readv_bytes = c[C_READV_BYTES];
-	l1->writev_bytes = c[C_WRITEV_BYTES];
-	l1->readv_bw_bytes_per_sec = per_sec(c[C_READV_BYTES], c[C_READV_NS]);
-	l1->writev_bw_bytes_per_sec = per_sec(c[C_WRITEV_BYTES], c[C_WRITEV_NS]);
-	l1->readv_lat_sum_us = c[C_READV_NS] / 1000;
-	l1->writev_lat_sum_us = c[C_WRITEV_NS] / 1000;
-	l1->readv_lat_avg_us = readvs ? l1->readv_lat_sum_us / readvs : 0;
-	l1->writev_lat_avg_us = writevs ? l1->writev_lat_sum_us / writevs : 0;
-	l1->readv_ops_per_sec = per_sec(readvs, window);
-	l1->writev_ops_per_sec = per_sec(writevs, window);
+	fill_io(c, &vec_io, window, IO_FIGURES(l1, readv, writev));
 	/* Batch I/O.  Every entry takes the POSIX path here (no nvidia-fs). */
 	fill_op(&l1->batch_setup_ops, c, C_BSETUP_OK);
 	fill_op(&l1->batch_submit_ops, c, C_BSUBMIT_OK);
@@ -447,15 +512,10 @@ static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLe
 	memcpy(out->detailed.write_size_kb_hist, s->whist, sizeof(s->whist));
 	if (level < 3)
 		return;
-	int n = cuda_available() ? OCF_MIN(cuda_device_count(), OCF_STATS_MAX_GPUS) : 0;
-	out->num_gpus = (uint32_t)(n > 0 ? n : 0);
+	int n = gpus_get(may_call_cuda, out);
 	for (int i = 0; i < n; i++) {
 		CUfilePerGpuStats_t *p = &out->per_gpu_stats[i];
 		const uint64_t *g = s->g[i];
-		CUdevice dev;
-		CUuuid u;
-		if (ocf_cu.DeviceGet(&dev, i) == CUDA_SUCCESS && ocf_cu.DeviceGetUuid(&u, dev) == CUDA_SUCCESS)
-			memcpy(p->uuid, u.bytes, sizeof(p->uuid));
 		p->read_bytes = g[G_READ_BYTES];
 		p->read_bw_bytes_per_sec = per_sec(g[G_READ_BYTES], g[G_READ_NS]);
 		p->read_duration_us = g[G_READ_NS] / 1000;
@@ -475,7 +535,10 @@ static void fill(const struct sums *s, uint64_t window, int level, CUfileStatsLe
 	}
 }
 
-static int snapshot(int level, CUfileStatsLevel3_t *out, uint64_t *window_out)
+/* The sums at `level` into out (and the window and the stream counters
+ * when asked for). */
+static int snapshot(int level, bool may_call_cuda, CUfileStatsLevel3_t *out, uint64_t *window_out,
+		    struct ocf_stats_stream *stream)
 {
 	struct sums *s = malloc(sizeof(*s));
 	if (!s)
@@ -486,10 +549,18 @@ static int snapshot(int level, CUfileStatsLevel3_t *out, uint64_t *window_out)
 	uint64_t window = window_start && now > window_start ? now - window_start : 0;
 	pthread_mutex_unlock(&blocks_lock);
 	memset(out, 0, sizeof(*out));
-	fill(s, window, level, out);
-	free(s);
+	fill(s, window, level, may_call_cuda, out);
 	if (window_out)
 		*window_out = window;
+	if (stream) {
+		const uint64_t *c = s->c;
+		*stream = (struct ocf_stats_stream){
+		    .ok = {c[C_SREAD_OK], c[C_SWRITE_OK]},
+		    .err = {c[C_SREAD_ERR], c[C_SWRITE_ERR]},
+		    .bytes = {c[C_SREAD_BYTES], c[C_SWRITE_BYTES]},
+		};
+	}
+	free(s);
 	return 0;
 }
 
@@ -497,7 +568,7 @@ int stats_get(int level, CUfileStatsLevel3_t *out)
 {
 	if (level < 1 || level > 3 || stats_get_level() < level)
 		return -EINVAL;
-	return snapshot(level, out, NULL);
+	return snapshot(level, true, out, NULL, NULL);
 }
 
 /* Pinned staging memory.  Relaxed atomics: each is a counter read only for
@@ -533,12 +604,10 @@ void stats_pinned_get(uint64_t *now, uint64_t *peak, uint64_t *bound_peak)
 	*bound_peak = atomic_load_explicit(&pinned_bound_peak, memory_order_relaxed);
 }
 
-int stats_write_snapshot(const char *path)
+int stats_fill_snapshot(struct ocf_stats_file *f, bool may_call_cuda)
 {
 	int level = stats_get_level();
-	struct ocf_stats_file *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
+	memset(f, 0, sizeof(*f));
 	memcpy(f->magic, OCF_STATS_FILE_MAGIC, sizeof(OCF_STATS_FILE_MAGIC));
 	f->version = OCF_STATS_FILE_VERSION;
 	f->level = (uint32_t)level;
@@ -547,80 +616,11 @@ int stats_write_snapshot(const char *path)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	f->written_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	int r = level > 0 ? snapshot(level, &f->stats, &f->window_ns) : 0;
+	f->written_mono_ns = now_ns();
 	stats_pinned_get(&f->pinned_bytes, &f->pinned_peak_bytes, &f->pinned_bound_bytes);
-	char tmp[4200];
-	if (r == 0 && snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		r = -ENAMETOOLONG;
-	if (r == 0) {
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-		if (fd < 0) {
-			r = -errno;
-		} else {
-			ssize_t w = write(fd, f, sizeof(*f));
-			if (w != (ssize_t)sizeof(*f))
-				r = w < 0 ? -errno : -EIO;
-			close(fd);
-			if (r == 0 && rename(tmp, path) != 0)
-				r = -errno;
-			if (r)
-				unlink(tmp);
-		}
-	}
-	free(f);
-	return r;
-}
-
-/* OPENCUFILE_STATS_FILE with "%p" replaced by the pid; false when unset. */
-static bool snapshot_path(char *buf, size_t len)
-{
-	const char *p = ocf_getenv("OPENCUFILE_STATS_FILE");
-	if (!p || !*p)
-		return false;
-	size_t o = 0;
-	for (; *p && o + 1 < len; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			int n = snprintf(buf + o, len - o, "%d", (int)getpid());
-			if (n < 0 || (size_t)n >= len - o)
-				return false;
-			o += (size_t)n;
-			p++;
-		} else {
-			buf[o++] = *p;
-		}
-	}
-	buf[o] = '\0';
-	return *p == '\0';
-}
-
-static void write_snapshot_file(void)
-{
-	char path[4096];
-	if (!snapshot_path(path, sizeof(path)))
-		return;
-	int r = stats_write_snapshot(path);
-	if (r)
-		log_warn("cannot write the stats file %s: %s", path, strerror(-r));
-}
-
-/* At most one snapshot a second from the I/O path: the thread that wins the
- * compare-and-swap writes it.  Relaxed: the timestamp only rate-limits. */
-static void maybe_snapshot(uint64_t now)
-{
-	uint64_t last = atomic_load_explicit(&last_snapshot_ns, memory_order_relaxed);
-	if (now - last < 1000000000u)
-		return;
-	if (!atomic_compare_exchange_strong_explicit(&last_snapshot_ns, &last, now, memory_order_relaxed,
-						     memory_order_relaxed))
-		return;
-	write_snapshot_file();
-}
-
-void stats_at_close(void)
-{
-	/* At every level: the pinned staging memory figures are kept even
-	 * with statistics off. */
-	write_snapshot_file();
+	/* The counters are zero at level 0; the pinned figures are kept at
+	 * every level. */
+	return level > 0 ? snapshot(level, may_call_cuda, &f->stats, &f->window_ns, &f->stream) : 0;
 }
 
 __attribute__((destructor)) static void stats_fini(void)

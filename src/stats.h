@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "cufile.h"
+#include "stats_file.h"
 
 #define OCF_STATS_MAX_GPUS 16
 
@@ -40,11 +41,13 @@ void stats_batch_call(enum stats_batch_call call, bool ok);
 /* start_ns from stats_io_begin() (0: not counting). */
 void stats_batch_submit(bool ok, unsigned entries, uint64_t start_ns);
 void stats_batch_entry_done(bool write, bool ok, size_t bytes, uint64_t start_ns);
+/* A cuFileReadAsync/cuFileWriteAsync operation (on the NULL stream, run at
+ * once, too) ended with ret (bytes or an error); its read or write is
+ * counted by stats_io_done as well. */
+void stats_stream_done(bool write, ssize_t ret);
 
 /* Level from profile.cufile_stats, unless cuFileSetStatsLevel chose one. */
 void stats_configure_at_open(int level);
-/* Called at driver close: writes the snapshot file if one is configured. */
-void stats_at_close(void);
 
 int stats_set_level(int level); /* 0 or -EINVAL */
 int stats_get_level(void);
@@ -71,30 +74,18 @@ struct ocf_stats_l3_1150 {
  * its prefixes). */
 void stats_to_1150(const CUfileStatsLevel3_t *in, struct ocf_stats_l3_1150 *out);
 
-/* The snapshot file: written when OPENCUFILE_STATS_FILE names a path
- * ("%p" in it becomes the process ID): at most once a second from the I/O
- * path while the level is > 0, and at every driver close; atomically replaced
- * (write to a temporary file, rename).  `gdscheck -s FILE` prints it. */
-#define OCF_STATS_FILE_MAGIC "OCFSTAT"
-#define OCF_STATS_FILE_VERSION 3 /* 3: the 1.19 statistics layout */
-struct ocf_stats_file {
-	char magic[8]; /* OCF_STATS_FILE_MAGIC, NUL padded */
-	uint32_t version;
-	uint32_t level;
-	int32_t pid;
-	uint32_t size; /* sizeof(struct ocf_stats_file) */
-	uint64_t written_unix_ns;
-	uint64_t window_ns; /* since the last start/reset */
-	CUfileStatsLevel3_t stats;
-	/* Pinned staging memory of the library (all GPUs), at any level and
-	 * over the life of the process: held now, the most held at once, and
-	 * the largest bound the configuration set (the sum of the bounds of
-	 * the GPU pools that existed at once). */
-	uint64_t pinned_bytes;
-	uint64_t pinned_peak_bytes;
-	uint64_t pinned_bound_bytes;
-};
-int stats_write_snapshot(const char *path);
+/* The snapshot of the whole process now (stats_file.h); pid, start time
+ * and `final` are the publisher's.  may_call_cuda: false where the CUDA
+ * driver must not be called (a thread of ours, exit): the GPUs are then
+ * those stats_read_gpus() or an earlier snapshot read. */
+int stats_fill_snapshot(struct ocf_stats_file *f, bool may_call_cuda);
+/* Reads the GPUs' UUIDs for later snapshots (at driver open). */
+void stats_read_gpus(void);
+
+/* Publishing the snapshot for gds_stats and gdscheck -s (stats_publish.c):
+ * at driver open and close. */
+void stats_publish_start(void);
+void stats_publish_stop(void);
 
 /* Pinned staging memory accounting (gpu.c): bytes pinned (+) or released
  * (-), and the bound of a GPU pool when it is created (+) or freed (-). */

@@ -740,6 +740,7 @@ static void op_run(struct async_op *aop)
 		off_t boff = op->fixed & CU_FILE_STREAM_FIXED_BUF_OFFSET ? op->buf_offset : *op->buf_offset_p;
 		r = request_io(op->fh, op->base, size, foff, boff, op->write, true);
 	}
+	stats_stream_done(op->write, r);
 	op_complete(op, r);
 }
 

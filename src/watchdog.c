@@ -8,10 +8,10 @@
  * full is not watched).  A
  * wait costs the owner a few relaxed stores and one release store (the
  * start time; 0 while not waiting): no lock, no system call.  The watchdog
- * thread wakes every second while the driver is open, reads each slot
- * (acquire on the start time, then the fields, then the start time again: a
- * slot reused meanwhile is skipped) and logs a wait older than the limit
- * once (per wait, by its sequence number).
+ * thread (ticker.c) wakes every second while the driver is open, reads each
+ * slot (acquire on the start time, then the fields, then the start time
+ * again: a slot reused meanwhile is skipped) and logs a wait older than the
+ * limit once (per wait, by its sequence number).
  */
 #define _GNU_SOURCE
 #include "watchdog.h"
@@ -29,7 +29,7 @@
 #include "config.h"
 #include "internal.h"
 #include "log.h"
-#include "profile.h"
+#include "ticker.h"
 
 struct wd_slot {
 	_Atomic uint64_t since; /* CLOCK_MONOTONIC ns; 0: not waiting */
@@ -117,22 +117,6 @@ void watchdog_wait_end(void)
 
 /* ------------------------------------------------------------ thread */
 
-/* wd_lock protects running, stop. */
-static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wd_cv;
-static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
-static pthread_t wd_thread;
-static bool running, stop;
-
-static void cv_init(void)
-{
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&wd_cv, &a);
-	pthread_condattr_destroy(&a);
-}
-
 static uint64_t limit_ns(void)
 {
 	return (uint64_t)OCF_EFF(OCF_K_EXEC_WAIT_WATCHDOG_S) * 1000000000ull;
@@ -179,54 +163,19 @@ static void scan(uint64_t limit)
 	}
 }
 
-static void *wd_main(void *arg)
+static void wd_tick(void)
 {
-	prof_name_thread("cufile-watchdog", 0);
-	(void)arg;
-	pthread_mutex_lock(&wd_lock);
-	while (!stop) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += 1;
-		pthread_cond_timedwait(&wd_cv, &wd_lock, &dl);
-		if (stop)
-			break;
-		uint64_t limit = limit_ns();
-		if (!limit)
-			continue;
-		pthread_mutex_unlock(&wd_lock);
+	uint64_t limit = limit_ns();
+	if (limit)
 		scan(limit);
-		pthread_mutex_lock(&wd_lock);
-	}
-	pthread_mutex_unlock(&wd_lock);
-	return NULL;
 }
+
+static struct ocf_ticker wd_ticker = OCF_TICKER_INIT(wd_tick);
 
 void watchdog_start(void)
 {
-	pthread_once(&cv_once, cv_init);
-	if (OCF_EFF(OCF_K_EXEC_WAIT_WATCHDOG_S) == 0)
-		return;
-	pthread_mutex_lock(&wd_lock);
-	if (!running) {
-		stop = false;
-		if (pthread_create(&wd_thread, NULL, wd_main, NULL) == 0)
-			running = true;
-		else
-			log_warn("watchdog thread not started: long waits are not logged");
-	}
-	pthread_mutex_unlock(&wd_lock);
+	if (OCF_EFF(OCF_K_EXEC_WAIT_WATCHDOG_S) != 0 && ticker_start(&wd_ticker) != 0)
+		log_warn("watchdog thread not started: long waits are not logged");
 }
 
-void watchdog_stop(void)
-{
-	pthread_once(&cv_once, cv_init);
-	pthread_mutex_lock(&wd_lock);
-	bool join = running;
-	stop = true;
-	running = false;
-	pthread_cond_broadcast(&wd_cv);
-	pthread_mutex_unlock(&wd_lock);
-	if (join)
-		pthread_join(wd_thread, NULL);
-}
+void watchdog_stop(void) { ticker_stop(&wd_ticker); }

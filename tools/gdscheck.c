@@ -15,7 +15,8 @@
  *   gdscheck -k        lists every configuration key as a Markdown table.
  *   gdscheck -s FILE   prints a statistics snapshot written by a process
  *                      running with OPENCUFILE_STATS_FILE=FILE (see
- *                      src/stats.h) and profile.cufile_stats > 0.
+ *                      src/stats_file.h; stats_report.c, shared with
+ *                      gds_stats, prints it).
  *
  * DESIGN: the configuration is computed by the library's own config.c,
  * compiled into this program, in this process's environment, so what is
@@ -51,7 +52,7 @@
 #include "config.h"
 #include "direct_route.h"
 #include "log.h"
-#include "stats.h"
+#include "stats_report.h"
 #include "which_libcufile.h"
 
 #ifndef OCF_VERSION_STRING
@@ -373,82 +374,12 @@ static void data_path_line(bool nvfs, bool p2p)
 
 /* --------------------------------------------------------------- stats */
 
-static void print_op(const char *name, const CUfileOpCounter_t *o)
-{
-	printf("  %-22s ok %llu  err %llu\n", name, (unsigned long long)o->ok, (unsigned long long)o->err);
-}
-
 static int print_stats_file(const char *path)
 {
 	struct ocf_stats_file f;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "gdscheck: %s: %s\n", path, strerror(errno));
+	if (stats_report_read("gdscheck", path, &f) != 0)
 		return 1;
-	}
-	ssize_t n = read(fd, &f, sizeof(f));
-	close(fd);
-	if (n != (ssize_t)sizeof(f) || memcmp(f.magic, OCF_STATS_FILE_MAGIC, sizeof(OCF_STATS_FILE_MAGIC)) != 0 ||
-	    f.version != OCF_STATS_FILE_VERSION || f.size != sizeof(f)) {
-		fprintf(stderr, "gdscheck: %s is not an opencufile stats file of this version\n", path);
-		return 1;
-	}
-	time_t t = (time_t)(f.written_unix_ns / 1000000000u);
-	char when[64];
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
-	printf("opencufile statistics of pid %d, written %s, level %u, window %.3f s\n", f.pid, when, f.level,
-	       (double)f.window_ns / 1e9);
-	printf("  pinned staging memory  now %.1f MiB  peak %.1f MiB  bound %.1f MiB\n", f.pinned_bytes / 1048576.0,
-	       f.pinned_peak_bytes / 1048576.0, f.pinned_bound_bytes / 1048576.0);
-	if (f.level < 1)
-		return 0;
-	const CUfileStatsLevel1_t *s = &f.stats.detailed.basic;
-	print_op("read", &s->read_ops);
-	print_op("write", &s->write_ops);
-	print_op("readv", &s->readv_ops);
-	print_op("writev", &s->writev_ops);
-	print_op("handle register", &s->hdl_register_ops);
-	print_op("handle deregister", &s->hdl_deregister_ops);
-	print_op("buffer register", &s->buf_register_ops);
-	print_op("buffer deregister", &s->buf_deregister_ops);
-	printf("  read  bytes %llu  bw %llu B/s  avg latency %llu us  ops/s %llu\n",
-	       (unsigned long long)s->read_bytes, (unsigned long long)s->read_bw_bytes_per_sec,
-	       (unsigned long long)s->read_lat_avg_us, (unsigned long long)s->read_ops_per_sec);
-	printf("  write bytes %llu  bw %llu B/s  avg latency %llu us  ops/s %llu\n",
-	       (unsigned long long)s->write_bytes, (unsigned long long)s->write_bw_bytes_per_sec,
-	       (unsigned long long)s->write_lat_avg_us, (unsigned long long)s->write_ops_per_sec);
-	printf("  readv bytes %llu  writev bytes %llu  avg latency %llu / %llu us\n",
-	       (unsigned long long)s->readv_bytes, (unsigned long long)s->writev_bytes,
-	       (unsigned long long)s->readv_lat_avg_us, (unsigned long long)s->writev_lat_avg_us);
-	if (f.level >= 2) {
-		printf("  size histogram (KiB bucket: reads writes)\n");
-		for (int i = 0; i < 32; i++) {
-			uint64_t r = f.stats.detailed.read_size_kb_hist[i], w = f.stats.detailed.write_size_kb_hist[i];
-			if (!r && !w)
-				continue;
-			if (i == 0)
-				printf("    [0, 1)");
-			else
-				printf("    [%llu, %llu)", 1ull << (i - 1), 1ull << i);
-			printf(": %llu %llu\n", (unsigned long long)r, (unsigned long long)w);
-		}
-	}
-	if (f.level >= 3) {
-		for (uint32_t g = 0; g < f.stats.num_gpus && g < 16; g++) {
-			const CUfilePerGpuStats_t *p = &f.stats.per_gpu_stats[g];
-			printf("  GPU %u uuid ", g);
-			for (int i = 0; i < 16; i++)
-				printf("%02x", (unsigned char)p->uuid[i]);
-			printf("\n    reads %llu (posix %llu, unaligned %llu, err %llu) bytes %llu\n",
-			       (unsigned long long)p->n_total_reads, (unsigned long long)p->n_posix_reads,
-			       (unsigned long long)p->n_unaligned_reads, (unsigned long long)p->n_reads_err,
-			       (unsigned long long)p->read_bytes);
-			printf("    writes %llu (posix %llu, unaligned %llu, err %llu) bytes %llu\n",
-			       (unsigned long long)p->n_total_writes, (unsigned long long)p->n_posix_writes,
-			       (unsigned long long)p->n_unaligned_writes, (unsigned long long)p->n_writes_err,
-			       (unsigned long long)p->writes_bytes);
-		}
-	}
+	stats_report_print(stdout, &f, NULL, (int)f.level);
 	return 0;
 }
 
