@@ -253,7 +253,7 @@ static void retire(struct bio_worker *w, int j)
 	struct bio_buf *bb = &w->buf[j];
 	if (bb->copies) {
 		CUstream s = w->lane->nb_stream;
-		CUresult r = bb->recorded ? gpu_event_wait(w->lane->ev[j], bb->used) : ocf_cu.StreamSynchronize(s);
+		CUresult r = bb->recorded ? gpu_event_wait(bb->ev, bb->used) : ocf_cu.StreamSynchronize(s);
 		if (r != CUDA_SUCCESS) {
 			long err = cuda_error("waiting for staging copies", r);
 			/* A failed wait does not cancel the copies: none may land
@@ -299,7 +299,8 @@ static void seal(struct bio_worker *w)
 		return;
 	bb->busy = true;
 	if (bb->copies) {
-		CUresult r = ocf_cu.EventRecord(w->lane->ev[w->cur], w->lane->nb_stream);
+		bb->ev = gpu_lane_event(w->lane, w->cur, bb->used);
+		CUresult r = ocf_cu.EventRecord(bb->ev, w->lane->nb_stream);
 		/* Without the event, retire() synchronises the stream instead. */
 		bb->recorded = r == CUDA_SUCCESS;
 		if (!bb->recorded)

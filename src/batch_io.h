@@ -46,7 +46,8 @@ struct bio_buf {
 	struct bio_item *head, *tail; /* staged items, in order */
 	size_t used;                  /* bytes of the buffer taken */
 	bool copies;                  /* copies were queued for its items */
-	bool recorded;                /* the lane's event of this buffer was recorded */
+	bool recorded;                /* ev was recorded after its copies */
+	CUevent ev;                   /* gpu_lane_event() of this buffer */
 	bool busy;                    /* handed to the GPU; retire before reuse */
 };
 

@@ -43,6 +43,11 @@ struct reg {
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct reg *regs;
 static size_t nregs, regcap;
+/* Driver sessions, for the per-thread lookups of unregistered memory
+ * (unreg_lookup): a thread keeps its entries within one session, the driver
+ * close bumps it.  Relaxed: a thread that misses a bump by a moment checks
+ * the buffer ID anyway. */
+static unsigned unreg_session;
 
 static int classify(uintptr_t p, struct ocf_meminfo *mi)
 {
@@ -233,6 +238,7 @@ int buf_deregister(const void *base)
 
 void buf_deregister_all(void)
 {
+	__atomic_add_fetch(&unreg_session, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_wrlock(&reg_lock);
 	free(regs);
 	regs = NULL;
@@ -294,9 +300,15 @@ static ssize_t find_covering(uintptr_t b)
 #define UNREG_SLOTS 4
 static __thread struct ocf_meminfo unreg[UNREG_SLOTS];
 static __thread unsigned unreg_next;
+static __thread unsigned unreg_mine; /* the session its entries belong to */
 
 static bool unreg_lookup(uintptr_t b, struct ocf_meminfo *mi)
 {
+	unsigned now = __atomic_load_n(&unreg_session, __ATOMIC_RELAXED);
+	if (unreg_mine != now) {
+		memset(unreg, 0, sizeof(unreg));
+		unreg_mine = now;
+	}
 	for (unsigned i = 0; i < UNREG_SLOTS; i++) {
 		struct ocf_meminfo *c = &unreg[i];
 		if (!c->size || b < c->start || b - c->start >= c->size)

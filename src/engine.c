@@ -34,6 +34,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -522,9 +523,9 @@ static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lan
 }
 
 /* Copies a chunk between buffer j of the lane and the device.  Memory of
- * the GPU's primary context: queued on the lane's stream with buffer j's
- * event recorded after it, *busy set when busy is not NULL (wait_copy
- * waits for the event).
+ * the GPU's primary context: queued on the lane's stream with an event of
+ * buffer j recorded after it (gpu_lane_event: a polled one for a short
+ * copy, a sleeping one for a long one), returned in *ev for wait_copy.
  * Memory of another context (which the lane's stream cannot carry): on
  * that context's legacy stream, ordered with its work as a synchronous copy
  * would be (on executor threads too), and waited for at once with
@@ -532,7 +533,7 @@ static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lan
  * a synchronous cuMemcpyHtoD/DtoH to pinned memory keeps the context's
  * lock until the copy is done (docs/reliability.md, "Hangs", cause 4). */
 static CUresult chunk_copy(const struct request *rq, struct ocf_lane *lane, int j, bool to_dev, size_t at,
-			   char *host, size_t n, bool *busy)
+			   char *host, size_t n, CUevent *ev)
 {
 	const struct ocf_io *io = rq->io;
 	CUstream stream = io->t.use_stream ? lane_stream(rq, lane) : CU_STREAM_LEGACY;
@@ -542,10 +543,11 @@ static CUresult chunk_copy(const struct request *rq, struct ocf_lane *lane, int 
 		return r;
 	if (!io->t.use_stream)
 		return ocf_cu.StreamSynchronize(stream);
-	r = ocf_cu.EventRecord(lane->ev[j], stream);
+	CUevent e = gpu_lane_event(lane, j, n);
+	r = ocf_cu.EventRecord(e, stream);
 	prof_time(PROF_T_SUBMIT, t0);
-	if (r == CUDA_SUCCESS && busy)
-		*busy = true;
+	if (r == CUDA_SUCCESS)
+		*ev = e;
 	return r;
 }
 
@@ -553,16 +555,17 @@ struct pending {
 	size_t idx;
 	int buf;
 	bool busy;
+	CUevent ev;   /* recorded after the copy (gpu_lane_event) */
 	size_t bytes; /* of the copy in flight (the wait's polling budget) */
 };
 
 /* Waits for the copy of one pending buffer; records a failure. */
-static bool wait_copy(struct request *rq, struct ocf_lane *lane, struct pending *p)
+static bool wait_copy(struct request *rq, struct pending *p)
 {
 	p->busy = false;
 	if (!rq->io->t.use_stream)
 		return true; /* waited for when it was queued (chunk_copy) */
-	CUresult r = gpu_event_wait(lane->ev[p->buf], p->bytes);
+	CUresult r = gpu_event_wait(p->ev, p->bytes);
 	if (r != CUDA_SUCCESS) {
 		record_error(rq, p->idx,
 			     cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
@@ -584,7 +587,9 @@ static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, st
 	}
 	if (got > 0) {
 		char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
-		CUresult r = chunk_copy(rq, lane, j, true, at, src, (size_t)got, &p->busy);
+		p->ev = NULL;
+		CUresult r = chunk_copy(rq, lane, j, true, at, src, (size_t)got, &p->ev);
+		p->busy = p->ev != NULL;
 		p->bytes = (size_t)got;
 		if (r != CUDA_SUCCESS) {
 			record_error(rq, p->idx, cuda_fail("host to device copy", r));
@@ -640,7 +645,7 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 			/* The claimed chunk comes after every chunk this
 			 * participant holds, so a failure recorded here stops
 			 * it too. */
-			if (pend[j].busy && !wait_copy(rq, lane, &pend[j])) {
+			if (pend[j].busy && !wait_copy(rq, &pend[j])) {
 				more = false;
 				break;
 			}
@@ -697,13 +702,13 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++)
 		if (pend[i].busy)
-			wait_copy(rq, lane, &pend[i]);
+			wait_copy(rq, &pend[i]);
 }
 
 /* Writes one staged chunk whose device-to-host copy was issued. */
 static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct pending *p)
 {
-	if (!wait_copy(rq, lane, p))
+	if (!wait_copy(rq, p))
 		return false;
 	/* A chunk beyond a failure is not written: its bytes could never be
 	 * reported. */
@@ -741,13 +746,14 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
 		off_t off = io->off + (off_t)at;
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
-		CUresult r = chunk_copy(rq, lane, j, false, at, stage, n, NULL);
+		CUevent ev = NULL;
+		CUresult r = chunk_copy(rq, lane, j, false, at, stage, n, &ev);
 		if (r != CUDA_SUCCESS) {
 			record_error(rq, idx, cuda_fail("device to host copy", r));
 			break;
 		}
 		ring[(head + count) % OCF_LANE_DEPTH] =
-		    (struct pending){.idx = idx, .buf = j, .busy = true, .bytes = n};
+		    (struct pending){.idx = idx, .buf = j, .busy = true, .ev = ev, .bytes = n};
 		count++;
 		j = (j + 1) % lane->depth;
 		/* Keep one copy in flight while the previous chunk is written. */
@@ -761,7 +767,7 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		if (ok)
 			ok = write_staged_chunk(rq, lane, &ring[head]);
 		else
-			wait_copy(rq, lane, &ring[head]); /* the buffer must be idle */
+			wait_copy(rq, &ring[head]); /* the buffer must be idle */
 		head = (head + 1) % OCF_LANE_DEPTH;
 		count--;
 	}
@@ -895,14 +901,32 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 
 /* --------------------------------------------------------------- entry */
 
+/* Participants a request may have (the caller included): a stream
+ * operation's chunks all at once (each has a slot of its ring waiting, and
+ * the stream copies each chunk as soon as it is in its slot); otherwise
+ * execution.max_request_parallelism (NVIDIA's default: 4 parallel parts),
+ * or one per 16 MiB for larger requests, so that one large call can use
+ * every CPU the machine has free (a 4 GiB read at 47 GB/s on the H100
+ * machine) while a 16 MiB one keeps to four threads. */
+static int request_participants(const struct ocf_io *io)
+{
+	if (io->plan)
+		return (int)OCF_MIN(io->plan->nchunks, (size_t)INT_MAX);
+	size_t by_size = io->len / ((size_t)16 << 20);
+	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
+}
+
 static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 {
 	size_t A = OCF_MAX(fio_align(io->h), (size_t)4096);
 	size_t min_chunk = OCF_MAX(helpers ? min_chunk_bytes : max_chunk, A);
 	if (min_chunk > max_chunk)
 		min_chunk = max_chunk;
-	/* Enough chunks for every participant to get one. */
-	size_t share = io->len / (size_t)(helpers + 1);
+	/* Three chunks for every participant, as far as the minimum allows:
+	 * each keeps its three staging buffers busy (the file read of one
+	 * chunk overlaps the copies of the others), and the request's end
+	 * waits for one small last copy, not a large one. */
+	size_t share = io->len / ((size_t)(helpers + 1) * OCF_LANE_DEPTH);
 	size_t c = OCF_ALIGN_UP(OCF_MAX(share, 1), A);
 	c = OCF_MAX(c, min_chunk);
 	c = OCF_MIN(c, max_chunk);
@@ -948,7 +972,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 	if (ocf_cfg.parallel_io && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024 &&
 	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
 		helpers = pool_start();
-		helpers = OCF_MIN(helpers, request_max - 1);
+		helpers = OCF_MIN(helpers, request_participants(io) - 1);
 		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));
 	}
 	if (rq.plan) {
@@ -977,7 +1001,10 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 			pp = &(*pp)->qnext;
 		*pp = &rq;
 		queued = true;
-		pthread_cond_broadcast(&q_cv);
+		/* As many workers as the request wants, not all of them: a
+		 * broadcast would wake every idle worker to find nothing. */
+		for (int i = 0; i < rq.helpers_wanted; i++)
+			pthread_cond_signal(&q_cv);
 		pthread_mutex_unlock(&q_lock);
 	}
 

@@ -32,7 +32,8 @@ struct ocf_lane {
 	struct ocf_pool *pool;
 	int depth;
 	struct ocf_slot bufs[OCF_LANE_DEPTH];
-	CUevent ev[OCF_LANE_DEPTH];
+	CUevent ev[OCF_LANE_DEPTH];      /* BLOCKING_SYNC: slept for (long copies) */
+	CUevent ev_poll[OCF_LANE_DEPTH]; /* not BLOCKING_SYNC: polled (short copies) */
 	CUstream stream;    /* blocking: ordered with the legacy default stream */
 	CUstream nb_stream; /* non-blocking: for the asynchronous executor's I/O */
 	struct ocf_ring *ring; /* io_uring of the lane's owner (uring.h), or NULL */
@@ -109,6 +110,12 @@ size_t pool_chunk(const struct ocf_pool *pool);
  * lane's buffers; NULL when file I/O goes through pread/pwrite.  The lane's
  * owner is the only user. */
 struct ocf_ring *lane_ring(struct ocf_lane *lane);
+
+/* The event of buffer j to record after a copy of `bytes` into or out of
+ * it: one that is cheap to record and is polled for a short copy, one that
+ * lets the waiter sleep for a long one (gpu.c says why).  Wait for it with
+ * gpu_event_wait(ev, bytes). */
+CUevent gpu_lane_event(const struct ocf_lane *lane, int j, size_t bytes);
 
 /* Waits for a lane's event marking a copy of `bytes` (the last of those it
  * covers): polled briefly when the copy is short, else slept for in the

@@ -95,7 +95,20 @@ struct ocf_ring *uring_ring_new(const struct iovec *bufs, int nbufs)
 	int e = io_uring_queue_init(entries, &r->ring, 0);
 	if (e < 0) {
 		free(r);
-		/* Log once per process: the exchange returns the old value. */
+		if (e == -ENOMEM || e == -EMFILE || e == -ENFILE || e == -EAGAIN || e == -EBUSY) {
+			/* Out of a resource (memory, descriptors): this lane goes
+			 * without a ring, the next may get one; io_uring stays in
+			 * use.  Logged once per process (relaxed exchange). */
+			static bool told;
+			if (!__atomic_exchange_n(&told, true, __ATOMIC_RELAXED))
+				log_warn("io_uring ring not set up (io_uring_queue_init: %s): this staging lane "
+					 "uses pread/pwrite",
+					 strerror(-e));
+			return NULL;
+		}
+		/* No io_uring here (no kernel support, a seccomp filter,
+		 * kernel.io_uring_disabled): a mode for the process.  Log once
+		 * per process: the exchange returns the old value. */
 		if (!__atomic_exchange_n(&uring_unavailable, true, __ATOMIC_RELAXED))
 			log_info("io_uring unavailable (io_uring_queue_init: %s): file I/O uses pread/pwrite",
 				 strerror(-e));

@@ -87,6 +87,28 @@ static void round_trip(const char *src, bool prefer, unsigned long *reads, unsig
 	T_CUFILE_OK(cuFileDriverClose());
 }
 
+/* Before failing: one more round with the library's log at DEBUG (log
+ * lines are write system calls, so not in the counted rounds), and what it
+ * says about the rings, to tell why transfers did not use them. */
+static void explain_failure(const char *src)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/prefer-iouring-%d.log", t_dir(), (int)getpid());
+	setenv("CUFILE_LOGGING_LEVEL", "DEBUG", 1);
+	setenv("CUFILE_LOGFILE_PATH", path, 1);
+	unsigned long rd, wr;
+	round_trip(src, true, &rd, &wr);
+	fprintf(stderr, "again with the log at DEBUG: %lu read, %lu write system calls; the log says:\n", rd, wr);
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "uring") || strstr(line, "ring ") || strstr(line, "engine"))
+			fputs(line, stderr);
+	if (f)
+		fclose(f);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	bool psync = argc > 1 && strcmp(argv[1], "psync") == 0;
@@ -114,6 +136,8 @@ int main(int argc, char **argv)
 	} else {
 		/* A transfer that comes back short is finished with pread or
 		 * pwrite; a cached file gives none, but allow one each. */
+		if (rd > 1 || wr > 1)
+			explain_failure(src);
 		T_LE_U(rd, 1);
 		T_LE_U(wr, 1);
 	}
