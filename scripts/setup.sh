@@ -6,8 +6,8 @@
 set -euo pipefail
 need=()
 command -v cmake >/dev/null || need+=(cmake)
-command -v cc >/dev/null || need+=(gcc)
-command -v c++ >/dev/null || need+=(g++)
+command -v gcc >/dev/null || need+=(gcc) # the plain stage builds with gcc, the fuzz stage with clang
+command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 dpkg -s libjson-c-dev >/dev/null 2>&1 || need+=(libjson-c-dev)
@@ -17,7 +17,8 @@ dpkg -s liburing-dev >/dev/null 2>&1 || need+=(liburing-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 # scripts/test.sh runs the unit tests under valgrind too.
 command -v valgrind >/dev/null || need+=(valgrind)
-# ... and replays the libFuzzer corpora, which need clang.
+# ... and builds the tree with clang (-Werror) and replays the libFuzzer
+# corpora, which need clang.
 command -v clang >/dev/null || need+=(clang)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -4,7 +4,8 @@
 # paths run against the stand-in CUDA driver in tests/fakecuda).  This is
 # what CI runs.  Stages, each a build and a ctest run:
 #
-#   plain     Debug build, every test (the "large" 4 GiB one included)
+#   plain     Debug build with gcc and -Werror (OPENCUFILE_WERROR), every
+#             test (the "large" 4 GiB one included)
 #   asan      -DOCF_SANITIZE=address,undefined (leaks, memory errors and
 #             undefined behaviour fail the test), all but "large"
 #   tsan      -DOCF_SANITIZE=thread (a data race or lock-order report fails
@@ -13,7 +14,8 @@
 #   valgrind  the plain build's test binaries under valgrind memcheck
 #             (-DOPENCUFILE_VALGRIND=ON), all but "large" and "heavy"
 #             (tests/CMakeLists.txt says why)
-#   fuzz      the libFuzzer corpora replayed (clang)
+#   fuzz      the whole tree built with clang and -Werror (so clang's
+#             warnings fail CI too), then the libFuzzer corpora replayed
 #   package   the Debian packages built, installed into a clean Debian root
 #             made by mmdebstrap, used and purged (scripts/package-test.sh;
 #             needs root and the Debian mirror, skipped without root)
@@ -58,7 +60,7 @@ run_stage() {
 	echo "===== stage $name: build in $dir"
 	# shellcheck disable=SC2086
 	if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON $cmake_args >"$dir/configure.log" 2>&1 ||
-		! cmake --build "$dir" -j"$jobs" ${build_targets:+--target $build_targets} >"$dir/build.log" 2>&1; then
+		! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
 		tail -40 "$dir/configure.log" "$dir/build.log"
 		names+=("$name")
 		results+=("build FAILED (see $dir/build.log)")
@@ -86,13 +88,17 @@ run_stage() {
 	results+=("$summary  [$(($(date +%s) - t0)) s]")
 }
 
+# The plain stage's build is the gcc -Werror build (the fuzz stage's is clang's).
+plain_args="-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=OFF
+	-DOPENCUFILE_TEST_TIMEOUT=120 -DOPENCUFILE_WERROR=ON"
+
 for s in $stages; do
 	case $s in
 	plain)
 		if ((quick)); then
-			run_stage plain build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120" "-LE large"
+			run_stage plain build-test "$plain_args" "-LE large"
 		else
-			run_stage plain build-test "-DOCF_SANITIZE= -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120" ""
+			run_stage plain build-test "$plain_args" ""
 		fi
 		;;
 	asan)
@@ -112,10 +118,13 @@ for s in $stages; do
 		cmake -S . -B build-test -DOPENCUFILE_VALGRIND=OFF -DOPENCUFILE_TEST_TIMEOUT=120 >/dev/null 2>&1
 		;;
 	fuzz)
-		# Only the fuzz targets are built; ctest runs their corpus replays.
+		# Everything is built (library, tools, tests, fuzz targets) with
+		# -Werror: clang's warnings are checked here; ctest runs only the
+		# corpus replays.
 		if command -v clang >/dev/null; then
-			build_targets="fuzz_api fuzz_config" run_stage fuzz build-test-fuzz \
-				"-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DOPENCUFILE_FUZZ=ON" "-R ^fuzz_"
+			run_stage fuzz build-test-fuzz \
+				"-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DOPENCUFILE_FUZZ=ON -DOPENCUFILE_WERROR=ON" \
+				"-R ^fuzz_"
 		else
 			names+=(fuzz)
 			results+=("FAILED: clang is needed for the libFuzzer targets")

@@ -68,18 +68,24 @@ static CUfileError_t get(int level, void *out, size_t size, bool v1190)
 	if (!out)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
 	CUfileStatsLevel3_t *all = malloc(sizeof(*all));
-	struct ocf_stats_l3_1150 *old = v1190 ? NULL : malloc(sizeof(*old));
-	int r = !all || (!v1190 && !old) ? -ENOMEM : stats_get(level, all);
+	int r = all ? stats_get(level, all) : -ENOMEM;
 	if (r == -EINVAL)
 		log_error("cuFileGetStatsL%d: the statistics level is %d", level, stats_get_level());
 	if (r == 0 && v1190) {
 		memcpy(out, all, size); /* L1 and L2 are prefixes of L3 */
 	} else if (r == 0) {
-		stats_to_1150(all, old);
-		memcpy(out, old, size);
+		/* Its own allocation, so that no path copies from a pointer
+		 * that may be NULL (gcc 13 -Wnonnull saw one). */
+		struct ocf_stats_l3_1150 *old = malloc(sizeof(*old));
+		if (old) {
+			stats_to_1150(all, old);
+			memcpy(out, old, size);
+			free(old);
+		} else {
+			r = -ENOMEM;
+		}
 	}
 	free(all);
-	free(old);
 	return api_status(r == -EINVAL ? OCF_ERR(CU_FILE_INVALID_VALUE) : r);
 }
 

@@ -95,8 +95,8 @@ const struct driver_step driver_lifecycle[] = {
 	{DRIVER_CLOSE, batch_teardown},
 	/* Stream registrations, rings and flag pages.  Waits (at most 10 s)
 	 * for each stream to pass its last command on our memory before
-	 * freeing it, and frees it in GPU 0's primary context: before
-	 * gpu_teardown_all releases that context. */
+	 * freeing it, and frees it in the primary context it was pinned in:
+	 * before gpu_teardown_all releases those contexts. */
 	{DRIVER_CLOSE, stream_teardown},
 	/* Joins the batch and stream executor threads (they are idle: every
 	 * operation has run).  They are engine callers: before the engine's

@@ -815,11 +815,13 @@ static inline void t_mem_fill(struct t_mem *m, size_t off, uint8_t byte, size_t 
 static inline void t_mem_put_pattern(struct t_mem *m, size_t off, size_t len, uint64_t file_off,
 				     uint32_t seed)
 {
+	if (len == 0)
+		return; /* and no copy from a buffer nothing was written to */
 	if (!t_mem_is_device(m)) {
 		t_fill_pattern((uint8_t *)m->ptr + off, len, file_off, seed);
 		return;
 	}
-	uint8_t *tmp = malloc(len ? len : 1);
+	uint8_t *tmp = malloc(len);
 	T_ASSERT(tmp != NULL);
 	t_fill_pattern(tmp, len, file_off, seed);
 	t_mem_put(m, off, tmp, len);
