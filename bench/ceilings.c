@@ -188,6 +188,100 @@ static void test_latency(void)
 	cu.MemFree(d);
 }
 
+#define OCF_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
+
+/* ------------------------------------------- the KV-cache block ceilings */
+
+/* Pinned host<->GPU copies of `block` bytes, queued back to back by
+ * `threads` threads, each with its own stream and pinned buffer, for about
+ * `secs` seconds: GB/s. */
+struct kvjob {
+	int h2d;
+	size_t block;
+	double secs;
+	atomic_ullong bytes;
+	atomic_int err;
+};
+
+static void *kvcopy_main(void *arg)
+{
+	struct kvjob *j = arg;
+	CUcontext ctx;
+	CUstream s = NULL;
+	CUdeviceptr d = 0;
+	void *h = NULL;
+	const int batch = (int)(((size_t)16 << 20) / j->block) + 1; /* copies per synchronisation */
+	if (cuda_dl_bind(&cu, gpu_index, &ctx) || cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) ||
+	    cu.MemAlloc(&d, j->block) || cu.MemHostAlloc(&h, j->block, CU_MEMHOSTALLOC_PORTABLE)) {
+		atomic_store(&j->err, 1);
+		goto out;
+	}
+	memset(h, 1, j->block);
+	double t0 = now();
+	unsigned long long n = 0;
+	while (now() - t0 < j->secs) {
+		for (int i = 0; i < batch; i++) {
+			CUresult r = j->h2d ? cu.MemcpyHtoDAsync(d, h, j->block, s) : cu.MemcpyDtoHAsync(h, d, j->block, s);
+			if (r) {
+				atomic_store(&j->err, 1);
+				goto out;
+			}
+		}
+		if (cu.StreamSynchronize(s)) {
+			atomic_store(&j->err, 1);
+			goto out;
+		}
+		n += (unsigned long long)batch * j->block;
+	}
+	atomic_fetch_add(&j->bytes, n);
+out:
+	if (h)
+		cu.MemFreeHost(h);
+	if (d)
+		cu.MemFree(d);
+	return NULL;
+}
+
+static double kvcopy(int h2d, size_t block, int threads)
+{
+	struct kvjob j = {.h2d = h2d, .block = block, .secs = 0.5};
+	pthread_t th[16];
+	int n = 0;
+	double t0 = now();
+	for (; n < threads && n < 16; n++)
+		if (pthread_create(&th[n], NULL, kvcopy_main, &j))
+			break;
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	double dt = now() - t0;
+	return atomic_load(&j.err) ? 0 : (double)atomic_load(&j.bytes) / dt / 1e9;
+}
+
+/* The ceilings of the KV-cache rows: pinned copies of 64 KiB and 1 MiB
+ * blocks, host to GPU and back, the best of 1, 4 and 16 threads each with
+ * its own stream. */
+static void test_kvcopy(void)
+{
+	static const size_t blocks[] = {64 << 10, 1 << 20};
+	static const int counts[] = {1, 4, 16};
+	for (int b = 0; b < 2; b++)
+		for (int h2d = 1; h2d >= 0; h2d--) {
+			double best = 0;
+			int at = 0;
+			for (int i = 0; i < 3; i++) {
+				double v = kvcopy(h2d, blocks[b], counts[i]);
+				if (v > best) {
+					best = v;
+					at = counts[i];
+				}
+			}
+			char name[64];
+			snprintf(name, sizeof(name), "%s_pinned_%s_best", h2d ? "h2d" : "d2h", b ? "1MiB" : "64KiB");
+			ceiling(name, best, "GB/s");
+			printf("# %s: best with %d thread(s)\n", name, at);
+		}
+}
+
 /* ---------------------------------------------------- parallel file I/O */
 
 struct job {
@@ -407,6 +501,40 @@ static void test_pwrite(const char *file, uint64_t bytes)
 	}
 }
 
+/* The file ceilings of the KV-cache rows: pread and pwrite of 64 KiB and
+ * 1 MiB blocks by 16 threads between pinned memory and a warm file (the
+ * data file for reads; for writes the write file, preallocated and
+ * written once so that its pages are cached), no sync. */
+static void test_kvfile(const char *file, const char *wfile, uint64_t bytes)
+{
+	static const size_t blocks[] = {64 << 10, 1 << 20};
+	uint64_t cap = (uint64_t)1 << 30;
+	int rfd = open(file, O_RDONLY), wfd = open(wfile, O_RDWR | O_CREAT, 0644);
+	struct stat st;
+	if (rfd < 0 || wfd < 0 || fstat(rfd, &st)) {
+		printf("# kvfile: %s / %s: %s\n", file, wfile, strerror(errno));
+		goto out;
+	}
+	uint64_t rb = OCF_MIN_U64((uint64_t)st.st_size, cap), wb = OCF_MIN_U64(bytes, cap);
+	int e = posix_fallocate(wfd, 0, (off_t)wb);
+	if (e)
+		printf("# kvfile: fallocate: %s\n", strerror(e));
+	parallel_io(wfd, 1, 16, 1 << 20, wb / (1 << 20) * (1 << 20), NULL); /* its pages into the cache */
+	parallel_io(rfd, 0, 16, 1 << 20, rb / (1 << 20) * (1 << 20), NULL);
+	for (int b = 0; b < 2; b++) {
+		char name[64];
+		snprintf(name, sizeof(name), "pread_16x%s", b ? "1MiB" : "64KiB");
+		ceiling(name, parallel_io(rfd, 0, 16, blocks[b], rb / blocks[b] * blocks[b], NULL), "GB/s");
+		snprintf(name, sizeof(name), "pwrite_buffered_16x%s", b ? "1MiB" : "64KiB");
+		ceiling(name, parallel_io(wfd, 1, 16, blocks[b], wb / blocks[b] * blocks[b], NULL), "GB/s");
+	}
+out:
+	if (rfd >= 0)
+		close(rfd);
+	if (wfd >= 0)
+		close(wfd);
+}
+
 static int wanted(const char *list, const char *name)
 {
 	if (!list)
@@ -455,7 +583,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "
-				"[-t copy,latency,pread,odirect,pwrite] [-n]\n",
+				"[-t copy,latency,pread,odirect,pwrite,kvcopy,kvfile] [-n]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -489,5 +617,9 @@ int main(int argc, char **argv)
 		test_odirect(file, per_depth);
 	if (wfile && wanted(tests, "pwrite"))
 		test_pwrite(wfile, wbytes);
+	if (have_cuda && wanted(tests, "kvcopy"))
+		test_kvcopy();
+	if (file && wfile && wanted(tests, "kvfile"))
+		test_kvfile(file, wfile, wbytes);
 	return 0;
 }

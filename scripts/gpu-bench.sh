@@ -42,6 +42,13 @@
 #   GPU_BENCH_QUICK_T seconds (0.6), 5 repetitions: about 3 minutes for two
 #   libraries, so that one GPU session allows several measure-change-measure
 #   rounds.
+#   GPU_BENCH_QUICK=kv: the KV-cache rows only (batches of 128 x 64 KiB, 16
+#   batches in flight from 4 threads, 128 x 1 MiB batches, 16 threads x 64
+#   KiB and 1 MiB plain calls, reads and writes, the time from submit to the
+#   last completion of 8 x 64 KiB beside one 64 KiB cuFileRead, and their
+#   ceilings), each run GPU_BENCH_QUICK_T seconds (1), 3 repetitions.
+#   NVIDIA's library gives no result for 128-entry batches: those runs get
+#   a short timeout and the row says so.
 #   A third library "base" (LIBS="nv base ours", OPENCUFILE_BASE_LIB=path of
 #   another libcufile.so.0 of ours, e.g. an earlier commit's) runs beside the
 #   others, alternating, for before/after comparisons in one run.
@@ -105,6 +112,11 @@ if [ "$QUICK" = loader ]; then
 	REPS=${GPU_BENCH_REPS:-5}
 	TQ=(-T "$QT")
 	LATT=1
+elif [ "$QUICK" = kv ]; then
+	ONLY=${GPU_BENCH_ONLY:-"ceilings kv_b128_64k_rd kv_b128_64k_wr kv_16b_wait_rd kv_16b_poll_rd kv_16b_wait_wr kv_b128_1m_rd kv_b128_1m_wr kv_t16_64k_rd kv_t16_64k_wr kv_t16_1m_rd kv_t16_1m_wr kv_lat_b8 kv_lat_64k"}
+	REPS=${GPU_BENCH_REPS:-3}
+	QT=${GPU_BENCH_QUICK_T:-1}
+	TQ=(-T "$QT")
 fi
 if [ "$DRY" = 1 ]; then
 	SIZE=${GPU_BENCH_SIZE:-128M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}
@@ -324,7 +336,8 @@ run_gdsio() {
 		return 1
 	fi
 	((rep == 0)) && return 0
-	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB overlap io_GB_per_sec io_GB_per_sec_with_kernel; do
+	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB overlap io_GB_per_sec io_GB_per_sec_with_kernel \
+		batch_avg_usecs batch_p50_usecs batch_p99_usecs; do
 		v=$(awk -v k="$m:" '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == k) print $(i + 1)}' "$RUNOUT" | head -1)
 		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} $v"
 	done
@@ -614,6 +627,20 @@ ROWS=(
 	"wr_dio|GB_per_sec|write from GPU, O_DIRECT, 1 thread x 16 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_odirect_1x16MiB|0"
 	"wr_buf|GB_per_sec|write from GPU, buffered, 8 threads x 1 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_buffered_8x1MiB|0"
 	"drvopen|first_ms|cuFileDriverOpen, first in a process (ms)|<= 50|le:50|1"
+	"kv_b128_64k_rd|GB_per_sec|KV: one batch of 128 x 64 KiB reads, registered (GB/s)|>= 0.3x the 64 KiB copy ceiling|xceil:0.3:h2d_pinned_64KiB_best|0"
+	"kv_b128_64k_wr|GB_per_sec|KV: one batch of 128 x 64 KiB writes, registered (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
+	"kv_16b_wait_rd|GB_per_sec|KV: 16 batches of 128 x 64 KiB reads in flight from 4 threads, GetStatus(nr, NULL) (GB/s)|>= 0.6x the 64 KiB copy ceiling|xceil:0.6:h2d_pinned_64KiB_best|0"
+	"kv_16b_poll_rd|GB_per_sec|KV: the same, polled (min_nr 0, zero timeout) (GB/s)|>= 0.6x the 64 KiB copy ceiling|xceil:0.6:h2d_pinned_64KiB_best|0"
+	"kv_16b_wait_wr|GB_per_sec|KV: 16 batches of 128 x 64 KiB writes in flight from 4 threads (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
+	"kv_b128_1m_rd|GB_per_sec|KV: batches of 128 x 1 MiB reads (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
+	"kv_b128_1m_wr|GB_per_sec|KV: batches of 128 x 1 MiB writes (GB/s)|>= 0.8x pwrite 16 x 1 MiB|xceil:0.8:pwrite_buffered_16x1MiB|0"
+	"kv_t16_64k_rd|GB_per_sec|KV: 16 threads x 64 KiB cuFileRead (GB/s)|CPU <= NVIDIA|cpunv|0"
+	"kv_t16_64k_wr|GB_per_sec|KV: 16 threads x 64 KiB cuFileWrite (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
+	"kv_t16_1m_rd|GB_per_sec|KV: 16 threads x 1 MiB cuFileRead (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
+	"kv_t16_1m_wr|GB_per_sec|KV: 16 threads x 1 MiB cuFileWrite (GB/s)|>= 0.8x pwrite 16 x 1 MiB|xceil:0.8:pwrite_buffered_16x1MiB|0"
+	"kv_lat_b8|batch_avg_usecs|KV: one batch of 8 x 64 KiB, submit to last completion: avg (us)|<= 2x one 64 KiB cuFileRead||1"
+	"kv_lat_b8|batch_p99_usecs|  ... p99 (us)|||1"
+	"kv_lat_64k|avg_usecs|KV: one 64 KiB cuFileRead, 1 thread: avg (us)|||1"
 )
 
 TABLE_DONE=0
@@ -761,6 +788,24 @@ if wanted ceilings || wanted wr_dio || wanted wr_buf; then
 	sync # the write ceilings and workloads must not pay for flushing this
 fi
 [ -z "$QUICK" ] && wanted ceilings && ceilings -f "$DATA" -W "$WDATA" -s "$SIZE" -r "$COLD" -t odirect,pwrite
+[ "$QUICK" = kv ] && wanted ceilings && ceilings -f "$DATA" -W "$WDATA" -s "$SIZE" -t kvcopy,kvfile
+
+# The KV-cache rows (GPU_BENCH_QUICK=kv): registered GPU memory, warm files;
+# NVIDIA's 128-entry batches get a short timeout.
+KT=${GPU_BENCH_KV_TIMEOUT:-10}
+workload kv_b128_64k_rd "$KT" 0 20 "${F[@]}" -x 5 -B 128 -W wait -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_b128_64k_wr "$KT" 0 20 -f "$WDATA" -I 1 -x 5 -B 128 -W wait -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_16b_wait_rd "$KT" 0 20 "${F[@]}" -x 5 -B 128 -H 4 -W wait -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_16b_poll_rd "$KT" 0 20 "${F[@]}" -x 5 -B 128 -H 4 -W poll -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_16b_wait_wr "$KT" 0 20 -f "$WDATA" -I 1 -x 5 -B 128 -H 4 -W wait -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_b128_1m_rd "$KT" 0 20 "${F[@]}" -x 5 -B 128 -W wait -i 1M -m 0 -N -w 1 -s "$SIZE" "${TQ[@]}"
+workload kv_b128_1m_wr "$KT" 0 20 -f "$WDATA" -I 1 -x 5 -B 128 -W wait -i 1M -m 0 -N -w 1 -s "$SIZE" "${TQ[@]}"
+workload kv_t16_64k_rd 0 30 20 "${F[@]}" -x 0 -i 64K -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
+workload kv_t16_64k_wr 0 30 20 -f "$WDATA" -I 1 -x 0 -i 64K -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
+workload kv_t16_1m_rd 0 30 20 "${F[@]}" -x 0 -i 1M -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
+workload kv_t16_1m_wr 0 30 20 -f "$WDATA" -I 1 -x 0 -i 1M -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
+workload kv_lat_b8 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_lat_64k 0 30 20 "${F[@]}" -x 0 -i 64K -m 0 -N -w 1 -s "$SIZE" -I 2 "${TQ[@]}"
 
 workload cold_buf 1 60 30 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$COLD" -i 16M
 workload cold_dio 1 60 30 "${F[@]}" -x 0 -m 0 -b -O -w 1 -s "$COLD" -i 16M
