@@ -330,10 +330,15 @@ bool fio_op_wants_ring(const struct fio_op *op)
  * block stopped at end of file. */
 static ssize_t op_complete(const struct fio_op *op, ssize_t res)
 {
-	if (res == -EAGAIN)
+	if (res == -EAGAIN) {
+		log_debug("io_uring %s of %zu bytes at %lld: EAGAIN, done with %s", op->write ? "write" : "read",
+			  op->len, (long long)op->off, op->write ? "pwrite" : "pread");
 		return fio_op_run(op);
+	}
 	if (res <= 0 || (size_t)res >= op->len || (op->direct && (size_t)res % op->align))
 		return res;
+	log_debug("io_uring %s of %zu bytes at %lld came back short (%zd): the rest with %s",
+		  op->write ? "write" : "read", op->len, (long long)op->off, res, op->write ? "pwrite" : "pread");
 	ssize_t more = op_run_from(op, (size_t)res);
 	return more > 0 ? res + more : res;
 }
@@ -342,8 +347,14 @@ static ssize_t op_complete(const struct fio_op *op, ssize_t res)
  * that fails to submit or wait is reported as EIO (nothing is counted). */
 static ssize_t op_run_ring(const struct fio_op *op, struct ocf_ring *ring)
 {
-	if (!ring || !fio_op_wants_ring(op) || uring_queue(ring, op->write, op->fd, op->buf, op->len, op->off, 0) != 0)
+	if (!ring || !fio_op_wants_ring(op))
 		return fio_op_run(op);
+	int q = uring_queue(ring, op->write, op->fd, op->buf, op->len, op->off, 0);
+	if (q != 0) {
+		log_debug("io_uring %s of %zu bytes not queued (%s): %s", op->write ? "write" : "read", op->len,
+			  strerror(-q), op->write ? "pwrite" : "pread");
+		return fio_op_run(op);
+	}
 	uint64_t tag;
 	ssize_t res;
 	if (uring_reap(ring, &tag, &res) != 0)
@@ -377,6 +388,8 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 			op->fd = cfd;
 			return 0;
 		}
+		if (uring_backend() == OCF_IO_URING)
+			log_debug("staged read of %zu bytes at %lld: %zu cached, copied first", n, (long long)off, want);
 		ssize_t p = read_cached_prefix(cfd, dst, off, want, n);
 		if (p < 0)
 			return (int)p;

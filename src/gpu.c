@@ -671,10 +671,12 @@ static uint64_t now_ns(void)
  * until the copy's completion interrupt (no CPU while it waits, a few
  * microseconds of wake-up).  Before that, one cuEventQuery: in the staged
  * pipeline a buffer is waited for only when it is needed again, two copies
- * later, and then its copy is usually done.  A copy small enough to finish
- * within microseconds (a 4 KiB or 64 KiB read; at most OPENCUFILE_SPIN_KB,
- * 256 KiB by default) is polled instead, for a bounded time, because a sleep
- * and a wake-up would double its latency.
+ * later, and then its copy is usually done.  A copy that takes
+ * microseconds (a 4 KiB, 64 KiB or 1 MiB read; at most OPENCUFILE_SPIN_KB,
+ * 1 MiB by default) is polled instead, for a bounded time: a sleep and a
+ * wake-up would double a 4 KiB read's latency, and cost 16 threads of
+ * 1 MiB reads 7 % of their throughput on the H100 machine (256 KiB was the
+ * bound then).
  *
  * The earlier design waited with cuEventSynchronize on events without
  * BLOCKING_SYNC (the driver's default policy spins while the process has
@@ -706,7 +708,7 @@ static size_t spin_bytes(void)
 	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
 	if (cur == (size_t)-1) {
 		const char *env = ocf_getenv("OPENCUFILE_SPIN_KB");
-		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : (size_t)256 * 1024;
+		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : (size_t)1024 * 1024;
 		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;
@@ -751,7 +753,7 @@ CUresult gpu_event_wait(CUevent ev, size_t bytes)
 		uint64_t start = now_ns(), budget = spin_budget_ns(bytes);
 		how = PROF_WAIT_SPIN;
 		do {
-			for (int i = 0; i < 32; i++)
+			for (int i = 0; i < 8; i++)
 				cpu_relax();
 			r = ocf_cu.EventQuery(ev);
 		} while (r == CUDA_ERROR_NOT_READY && now_ns() - start < budget);

@@ -102,7 +102,7 @@ static void explain_failure(const char *src)
 	FILE *f = fopen(path, "r");
 	char line[1024];
 	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "uring") || strstr(line, "ring ") || strstr(line, "engine"))
+		if (strstr(line, "uring") || strstr(line, "ring ") || strstr(line, "engine") || strstr(line, "cached"))
 			fputs(line, stderr);
 	if (f)
 		fclose(f);
