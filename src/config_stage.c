@@ -116,7 +116,8 @@ int config_stage_bool(enum ocf_cfg_key k, bool v) { return stage_json(k, OCF_CFG
 
 int config_stage_string(enum ocf_cfg_key k, const char *s)
 {
-	if (!s)
+	char why[200];
+	if (config_check_param_string(k, s, why, sizeof(why)))
 		return -EINVAL;
 	return stage_json(k, OCF_CFG_STRING, json_object_new_string(s));
 }
