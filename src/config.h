@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OCF_CFG_ARRAY_MAX 16  /* longest posix_pool_slab_* array */
+#define OCF_CFG_ARRAY_MAX 64  /* longest slab array (NVIDIA's setters take 17: more than 16) */
 #define OCF_CFG_LIST_LEN 1024 /* string arrays and objects, kept as JSON text */
 #define OCF_CFG_STR_LEN 4096  /* string parameters (paths, levels, names), NUL included */
 
