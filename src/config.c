@@ -64,7 +64,7 @@ static const char *const lb_choices[] = {"RoundRobin", "RoundRobinMaxMin", NULL}
 
 static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_LOGGING_DIR] = {"logging.dir", OCF_CFG_STRING, "\"\"", 0, 0, F(logging_dir), NULL, NULL,
-			       "directory of cufile.log (empty: the working directory)"},
+			       "directory of cufile.log (empty, or not a directory: the working directory)"},
 	[OCF_K_LOGGING_LEVEL] = {"logging.level", OCF_CFG_STRING, "\"ERROR\"", 0, 0, F(logging_level),
 				 level_choices, "CUFILE_LOGGING_LEVEL", "log level"},
 	[OCF_K_LOGFILE_PATH] = {"env:CUFILE_LOGFILE_PATH", OCF_CFG_STRING, "\"\"", 0, 0, F(logfile_path), NULL,
