@@ -11,13 +11,16 @@
  * never at something half-parsed.
  *
  * What "wrong" means is decided in one place, the refusal table below: a
- * value of the right type is refused only where a key's row there says so.
- * Everything else is stored as given and read back as given; the library
- * works with the effective value (config_effective_size, the staging
- * budget, the log level), and config_note_effective says where the two
- * differ.  The parameter setters, the property setters, the file and the
- * environment all go through config_set_size / config_set_size_array /
- * apply_json, so they refuse the same things.
+ * value of the right type is refused only where a key's row there says so,
+ * for every way in or only for the parameter setters or the key's property
+ * setter (NVIDIA's setters differ there, as measured).  Everything else is
+ * stored as given and read back as given; the library works with the
+ * effective value (config_effective_size, the staging budget, the log
+ * level), and config_note_effective says where the two differ.  The
+ * parameter setters, the property setters, the file and the environment
+ * all go through config_set_size / config_set_size_array / apply_json,
+ * which apply the row's common part; config_check_param_string and
+ * config_check_prop_size add the setter-only parts.
  *
  * Parsing is json-c's tokener, which accepts the // and / * * / comments of
  * NVIDIA's files.  json-c does not report where a value came from, so error
@@ -340,10 +343,11 @@ static bool is_choice(const struct ocf_cfg_key_info *ki, const char *s)
 static int check_size(enum ocf_cfg_key k, unsigned r, uint64_t x, const char *what, char *why, size_t wlen)
 {
 	const struct ocf_cfg_key_info *ki = &keys[k];
-	int side = (r & OCF_REFUSE_BELOW_MIN) && x < ki->min && !(x == 0 && (r & OCF_REFUSE_BUT_ZERO))
-			   ? OCF_REFUSE_BELOW_MIN
-		   : (r & OCF_REFUSE_ABOVE_MAX) && x > ki->max ? OCF_REFUSE_ABOVE_MAX
-							       : 0;
+	int side = 0;
+	if ((r & OCF_REFUSE_BELOW_MIN) && x < ki->min && !(x == 0 && (r & OCF_REFUSE_BUT_ZERO)))
+		side = OCF_REFUSE_BELOW_MIN;
+	else if ((r & OCF_REFUSE_ABOVE_MAX) && x > ki->max)
+		side = OCF_REFUSE_ABOVE_MAX;
 	if (side)
 		snprintf(why, wlen, "%s%" PRIu64 " is out of range [%" PRIu64 ", %" PRIu64 "]", what, x, ki->min,
 			 ki->max);
