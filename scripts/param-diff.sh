@@ -8,6 +8,8 @@
 #
 #   scripts/param-diff.sh          (a device call; run scripts/carry-deps.sh
 #                                   first and carry .carry, as for gpu-check)
+#   scripts/param-diff-compare.py NVIDIA.tsv OURS.tsv
+#                                  (anywhere: the comparison of two runs)
 #
 # Builds our library in build-paramdiff (library target only) unless OURLIB
 # names a libcufile.so.0, builds the differential against include/cufile.h
@@ -15,12 +17,17 @@
 # name), runs it with ours and then with NVIDIA's, each in a working
 # directory of its own with CUFILE_LOGFILE_PATH=cufile.log (so both read back
 # the same default log path), and compares rows by their key (kind, name,
-# try, state).  NVIDIA's run gets the udev shim (scripts/udev-shim.sh), which
+# try, state) with scripts/param-diff-compare.py: a row differs when the
+# setter's result, a read-back, the open, the read or the close differs
+# (or a try crashed or hung); the driver properties are compared
+# separately.  NVIDIA's run gets the udev shim (scripts/udev-shim.sh), which
 # is removed again.
 #
 # Output, in $OUT (default ./gpu-out/param-diff): ours.tsv, nvidia.tsv (the
-# raw rows), diff.txt (what is printed: per differing row, the fields that
-# differ), cufile-ours.log, cufile-nvidia.log.
+# raw rows), ours.stderr, nvidia.stderr (what each library printed: a try's
+# stdout goes there, not into its row), diff.txt (what is printed: per
+# differing row, the fields that differ; then the property fields that
+# differ, grouped), cufile-ours.log, cufile-nvidia.log.
 # Knobs: OUT, OURLIB, CUDA_HOME, NV_LIBDIR, PARAM_DIFF_JOBS (tries at once,
 # default 4), PARAM_DIFF_ONLY (ours|nvidia: run one library only).
 
@@ -103,37 +110,4 @@ fi
 [ -n "$ONLY" ] && exit 0
 
 # ------------------------------------------------------------ comparison
-python3 - "$OUT/nvidia.tsv" "$OUT/ours.tsv" <<'PY' | tee "$OUT/diff.txt"
-import sys
-
-def rows(path):
-    out = {}
-    for line in open(path, errors="replace"):
-        f = line.rstrip("\n").split("\t")
-        if f[0] != "param" or len(f) < 5:
-            continue
-        fields = {}
-        for x in f[5:]:
-            k, _, v = x.partition("=")
-            fields[k] = v
-        out["\t".join(f[1:5])] = fields
-    return out
-
-nv, ours = rows(sys.argv[1]), rows(sys.argv[2])
-keys = list(ours) + [k for k in nv if k not in ours]
-ndiff = 0
-for k in keys:
-    a, b = nv.get(k), ours.get(k)
-    if a == b:
-        continue
-    ndiff += 1
-    print(k.replace("\t", " "))
-    if a is None or b is None:
-        print(f"  only in {'ours' if a is None else 'NVIDIA'}")
-        continue
-    for name in list(a) + [n for n in b if n not in a]:
-        if a.get(name) != b.get(name):
-            print(f"  {name}: NVIDIA {a.get(name, '(none)')}")
-            print(f"  {' ' * len(name)}  ours   {b.get(name, '(none)')}")
-print(f"# {len(keys)} rows, {len(keys) - ndiff} the same, {ndiff} different")
-PY
+python3 "$ROOT/scripts/param-diff-compare.py" "$OUT/nvidia.tsv" "$OUT/ours.tsv" | tee "$OUT/diff.txt"

@@ -204,6 +204,14 @@ OCF_EXPORT CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t 
 	int k = key_of(string_keys, N_OF(string_keys), (unsigned)param);
 	if (k < 0 || !desc_str)
 		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
+	/* The value first, then the driver's state: NVIDIA's setter answers
+	 * CU_FILE_INVALID_VALUE for "" or a string too long even while the
+	 * driver is open. */
+	char why[200];
+	if (config_check_param_string((enum ocf_cfg_key)k, desc_str, why, sizeof(why))) {
+		log_error("%s: %s: %s", __func__, config_key_info((enum ocf_cfg_key)k)->path, why);
+		return api_status(OCF_ERR(CU_FILE_INVALID_VALUE));
+	}
 	struct pcall c = {.key = k, .stage = stage_string, .string_value = desc_str};
 	return set_result(__func__, driver_with_state_locked(do_set, &c));
 }

@@ -3,12 +3,12 @@
  * api_props.c - driver properties, their setters and the GPU BAR size.
  *
  * The properties are views of the configuration (config.h): the setters
- * refuse what the configuration's refusal table refuses for the key
- * (CU_FILE_DRIVER_UNSUPPORTED_LIMIT; by default nothing: a value outside
- * the key's range is kept as set and the library works with the nearest
- * one, config_effective_size), change the live value at once when the
- * driver is open, and also record it as a setter value, so the parameter
- * getters report it and a reopen keeps it.  While the driver
+ * refuse what the configuration's refusal table refuses for the key's
+ * property setter (as NVIDIA's do: a value outside the range that
+ * cuFileGetParameterMinMaxValue reports, with CU_FILE_DRIVER_UNSUPPORTED_LIMIT
+ * or CU_FILE_INVALID_VALUE, changing nothing), change the live value at
+ * once when the driver is open, and also record it as a setter value, so the
+ * parameter getters report it and a reopen keeps it.  While the driver
  * is closed they only stage the value, like cuFileSetParameter*.  All of it
  * runs under the driver's state lock, so a setter and
  * cuFileDriverGetProperties never see each other half done.
@@ -85,9 +85,10 @@ static int set_locked(bool is_open, void *arg)
 static CUfileError_t set_prop(const char *fn, struct prop_set *p)
 {
 	char why[200];
-	if (config_check_size(p->key, p->value, why, sizeof(why))) {
-		log_error("%s(%zu): %s", fn, p->value, why);
-		return api_status(OCF_ERR(CU_FILE_DRIVER_UNSUPPORTED_LIMIT));
+	int refused = config_check_prop_size(p->key, p->value, why, sizeof(why));
+	if (refused) {
+		log_error("%s(%zu): %s; the value stays as it was", fn, p->value, why);
+		return api_status(OCF_ERR(refused));
 	}
 	int r = driver_with_state_locked(set_locked, p);
 	if (r == -ERANGE || r == -EINVAL)

@@ -11,13 +11,16 @@
  * never at something half-parsed.
  *
  * What "wrong" means is decided in one place, the refusal table below: a
- * value of the right type is refused only where a key's row there says so.
- * Everything else is stored as given and read back as given; the library
- * works with the effective value (config_effective_size, the staging
- * budget, the log level), and config_note_effective says where the two
- * differ.  The parameter setters, the property setters, the file and the
- * environment all go through config_set_size / config_set_size_array /
- * apply_json, so they refuse the same things.
+ * value of the right type is refused only where a key's row there says so,
+ * for every way in or only for the parameter setters or the key's property
+ * setter (NVIDIA's setters differ there, as measured).  Everything else is
+ * stored as given and read back as given; the library works with the
+ * effective value (config_effective_size, the staging budget, the log
+ * level), and config_note_effective says where the two differ.  The
+ * parameter setters, the property setters, the file and the environment
+ * all go through config_set_size / config_set_size_array / apply_json,
+ * which apply the row's common part; config_check_param_string and
+ * config_check_prop_size add the setter-only parts.
  *
  * Parsing is json-c's tokener, which accepts the // and / * * / comments of
  * NVIDIA's files.  json-c does not report where a value came from, so error
@@ -64,7 +67,7 @@ static const char *const lb_choices[] = {"RoundRobin", "RoundRobinMaxMin", NULL}
 
 static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_LOGGING_DIR] = {"logging.dir", OCF_CFG_STRING, "\"\"", 0, 0, F(logging_dir), NULL, NULL,
-			       "directory of cufile.log (empty: the working directory)"},
+			       "directory of cufile.log (empty, or not a directory: the working directory)"},
 	[OCF_K_LOGGING_LEVEL] = {"logging.level", OCF_CFG_STRING, "\"ERROR\"", 0, 0, F(logging_level),
 				 level_choices, "CUFILE_LOGGING_LEVEL", "log level"},
 	[OCF_K_LOGFILE_PATH] = {"env:CUFILE_LOGFILE_PATH", OCF_CFG_STRING, "\"\"", 0, 0, F(logfile_path), NULL,
@@ -249,20 +252,47 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 					   "read the rest with O_DIRECT (false: every read goes direct)"},
 };
 
-/* What each key refuses of a value of its own type (OCF_REFUSE_* bits);
- * a key without a row refuses nothing of its type.  NVIDIA's setters are
- * taken to accept every size_t, bool and string value and to read it back
- * as set: to be confirmed by tests/gpu/differential.c (param_values, run
- * with scripts/param-diff.sh).  Where NVIDIA's setter refuses something,
- * say it here, one line per key; the file and the environment then refuse
- * it too.  The two policy names below have no setter and keep to their
- * choices in the file, as before. */
-static const unsigned char refuses[OCF_K_COUNT] = {
-	[OCF_K_IO_PRIORITY] = OCF_REFUSE_NOT_A_CHOICE,
-	[OCF_K_RDMA_LOAD_BALANCING_POLICY] = OCF_REFUSE_NOT_A_CHOICE,
+/* The refusal table: what each way in refuses of a value of a key's own
+ * type; a key without a row refuses nothing of its type.  Measured against
+ * NVIDIA's libcufile 1.15.1 (tests/gpu/differential.c param_values, run by
+ * scripts/param-diff.sh; docs/compatibility.md, "Parameter values"):
+ * - cuFileSetParameterSizeT/Bool take every value and read it back as set,
+ *   so no size or bool key refuses anything here;
+ * - cuFileSetParameterString refuses "" (CU_FILE_INVALID_VALUE, closed and
+ *   open) for the three string parameters it knows; RDMA_TRANSPORT, which
+ *   it does not know, follows the same rule.  The file and the environment
+ *   still take "": there it means "not set", as the keys' defaults do;
+ * - the cuFileDriverSet* property setters refuse values outside the range
+ *   cuFileGetParameterMinMaxValue reports, with the codes below, and keep
+ *   the previous value (SetMaxPinnedMemSize takes 0, though below 64).  The
+ *   same keys through cuFileSetParameterSizeT or the file take them.
+ * The two policy names have no setter and keep to their choices in the
+ * file, as before. */
+static const struct ocf_refusal refuses[OCF_K_COUNT] = {
+	[OCF_K_IO_PRIORITY] = {.all = OCF_REFUSE_NOT_A_CHOICE},
+	[OCF_K_RDMA_LOAD_BALANCING_POLICY] = {.all = OCF_REFUSE_NOT_A_CHOICE},
+	[OCF_K_LOGGING_LEVEL] = {.param = OCF_REFUSE_EMPTY},
+	[OCF_K_LOGFILE_PATH] = {.param = OCF_REFUSE_EMPTY},
+	[OCF_K_LOGGING_DIR] = {.param = OCF_REFUSE_EMPTY},
+	[OCF_K_RDMA_TRANSPORT_TYPE] = {.param = OCF_REFUSE_EMPTY},
+	[OCF_K_MAX_DIRECT_IO_SIZE_KB] = {.prop = OCF_REFUSE_BELOW_MIN | OCF_REFUSE_ABOVE_MAX,
+					 .prop_below_err = CU_FILE_DRIVER_UNSUPPORTED_LIMIT,
+					 .prop_above_err = CU_FILE_DRIVER_UNSUPPORTED_LIMIT},
+	[OCF_K_MAX_DEVICE_CACHE_SIZE_KB] = {.prop = OCF_REFUSE_ABOVE_MAX, .prop_above_err = CU_FILE_INVALID_VALUE},
+	[OCF_K_MAX_DEVICE_PINNED_MEM_SIZE_KB] = {.prop = OCF_REFUSE_BELOW_MIN | OCF_REFUSE_BUT_ZERO |
+							 OCF_REFUSE_ABOVE_MAX,
+						 .prop_below_err = CU_FILE_DRIVER_UNSUPPORTED_LIMIT,
+						 .prop_above_err = CU_FILE_INVALID_VALUE},
+	[OCF_K_POLL_MODE_MAX_SIZE_KB] = {.prop = OCF_REFUSE_BELOW_MIN | OCF_REFUSE_ABOVE_MAX,
+					 .prop_below_err = CU_FILE_DRIVER_UNSUPPORTED_LIMIT,
+					 .prop_above_err = CU_FILE_DRIVER_UNSUPPORTED_LIMIT},
 };
 
-unsigned config_key_refuses(enum ocf_cfg_key k) { return (unsigned)k < OCF_K_COUNT ? refuses[k] : 0; }
+const struct ocf_refusal *config_key_refusal(enum ocf_cfg_key k)
+{
+	static const struct ocf_refusal none;
+	return (unsigned)k < OCF_K_COUNT ? &refuses[k] : &none;
+}
 
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k)
 {
@@ -307,26 +337,48 @@ static bool is_choice(const struct ocf_cfg_key_info *ki, const char *s)
 	return false;
 }
 
-/* Checks one size (or array element) of key k against the refusal table;
- * `what` prefixes the reason ("element 2: "). */
-static int check_size(enum ocf_cfg_key k, uint64_t x, const char *what, char *why, size_t wlen)
+/* Checks one size (or array element) of key k against refusal bits r:
+ * 0, or OCF_REFUSE_BELOW_MIN / OCF_REFUSE_ABOVE_MAX for the side it is
+ * refused on, with the reason in why; `what` prefixes it ("element 2: "). */
+static int check_size(enum ocf_cfg_key k, unsigned r, uint64_t x, const char *what, char *why, size_t wlen)
 {
 	const struct ocf_cfg_key_info *ki = &keys[k];
-	if (((refuses[k] & OCF_REFUSE_BELOW_MIN) && x < ki->min) || ((refuses[k] & OCF_REFUSE_ABOVE_MAX) && x > ki->max)) {
+	int side = 0;
+	if ((r & OCF_REFUSE_BELOW_MIN) && x < ki->min && !(x == 0 && (r & OCF_REFUSE_BUT_ZERO)))
+		side = OCF_REFUSE_BELOW_MIN;
+	else if ((r & OCF_REFUSE_ABOVE_MAX) && x > ki->max)
+		side = OCF_REFUSE_ABOVE_MAX;
+	if (side)
 		snprintf(why, wlen, "%s%" PRIu64 " is out of range [%" PRIu64 ", %" PRIu64 "]", what, x, ki->min,
 			 ki->max);
-		return -1;
-	}
-	return 0;
+	return side;
+}
+
+static bool is_size_key(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen)
+{
+	if ((unsigned)k < OCF_K_COUNT && keys[k].type == OCF_CFG_SIZE && v <= SIZE_MAX)
+		return true;
+	snprintf(why, wlen, "not a size key");
+	return false;
 }
 
 int config_check_size(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen)
 {
-	if ((unsigned)k >= OCF_K_COUNT || keys[k].type != OCF_CFG_SIZE || v > SIZE_MAX) {
-		snprintf(why, wlen, "not a size key");
+	if (!is_size_key(k, v, why, wlen))
 		return -1;
+	return check_size(k, refuses[k].all, v, "", why, wlen) ? -1 : 0;
+}
+
+int config_check_prop_size(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen)
+{
+	if (!is_size_key(k, v, why, wlen))
+		return CU_FILE_INVALID_VALUE;
+	const struct ocf_refusal *r = &refuses[k];
+	switch (check_size(k, r->all | r->prop, v, "", why, wlen)) {
+	case 0: return 0;
+	case OCF_REFUSE_BELOW_MIN: return r->prop_below_err ? r->prop_below_err : CU_FILE_INVALID_VALUE;
+	default: return r->prop_above_err ? r->prop_above_err : CU_FILE_INVALID_VALUE;
 	}
-	return check_size(k, v, "", why, wlen);
 }
 
 int config_set_size(struct ocf_config *cfg, enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen)
@@ -352,13 +404,13 @@ int config_set_size_array(struct ocf_config *cfg, enum ocf_cfg_key k, const size
 	for (size_t i = 0; i < n; i++) {
 		char what[32];
 		snprintf(what, sizeof(what), "element %zu: ", i);
-		if (check_size(k, v[i], what, why, wlen))
+		if (check_size(k, refuses[k].all, v[i], what, why, wlen))
 			return -1;
-		if ((refuses[k] & OCF_REFUSE_UNALIGNED) && v[i] % 4) {
+		if ((refuses[k].all & OCF_REFUSE_UNALIGNED) && v[i] % 4) {
 			snprintf(why, wlen, "element %zu: %zu is not a multiple of 4 KiB", i, v[i]);
 			return -1;
 		}
-		if ((refuses[k] & OCF_REFUSE_NOT_INCREASING) && i && v[i] <= v[i - 1]) {
+		if ((refuses[k].all & OCF_REFUSE_NOT_INCREASING) && i && v[i] <= v[i - 1]) {
 			snprintf(why, wlen, "element %zu: %zu does not increase on %zu", i, v[i], v[i - 1]);
 			return -1;
 		}
@@ -366,6 +418,39 @@ int config_set_size_array(struct ocf_config *cfg, enum ocf_cfg_key k, const size
 	}
 	*(struct ocf_size_array *)field(cfg, &keys[k]) = a;
 	return 0;
+}
+
+/* Checks string s of n bytes for STRING key k: the field's length (a type
+ * error) and refusal bits r.  0, or -1 with the reason in why. */
+static int check_string(enum ocf_cfg_key k, unsigned r, const char *s, size_t n, char *why, size_t wlen)
+{
+	const struct ocf_cfg_key_info *ki = &keys[k];
+	if (n >= ki->size || strlen(s) != n) {
+		snprintf(why, wlen, "string is too long (at most %zu bytes) or holds a NUL", ki->size - 1);
+		return -1;
+	}
+	if ((r & OCF_REFUSE_EMPTY) && n == 0) {
+		snprintf(why, wlen, "the empty string is not a value");
+		return -1;
+	}
+	if (ki->choices && (r & OCF_REFUSE_NOT_A_CHOICE) && !is_choice(ki, s)) {
+		int o = snprintf(why, wlen, "\"%.40s\" is not one of", s);
+		for (const char *const *c = ki->choices; *c && o > 0 && (size_t)o < wlen; c++)
+			o += snprintf(why + o, wlen - (size_t)o, " %s", *c);
+		return -1;
+	}
+	return 0;
+}
+
+int config_check_param_string(enum ocf_cfg_key k, const char *s, char *why, size_t wlen)
+{
+	if ((unsigned)k >= OCF_K_COUNT || keys[k].type != OCF_CFG_STRING || !s) {
+		snprintf(why, wlen, "not a string key");
+		return -1;
+	}
+	/* strnlen: a string longer than any field is refused without reading
+	 * all of it. */
+	return check_string(k, refuses[k].all | refuses[k].param, s, strnlen(s, keys[k].size), why, wlen);
 }
 
 /* A JSON integer as a size: -1 is "unlimited" (SIZE_MAX) for keys whose
@@ -419,16 +504,8 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 		}
 		const char *s = json_object_get_string(v);
 		size_t n = (size_t)json_object_get_string_len(v);
-		if (n >= ki->size || strlen(s) != n) {
-			snprintf(why, wlen, "string is too long (at most %zu bytes) or holds a NUL", ki->size - 1);
+		if (check_string(k, refuses[k].all, s, n, why, wlen))
 			return -1;
-		}
-		if (ki->choices && (refuses[k] & OCF_REFUSE_NOT_A_CHOICE) && !is_choice(ki, s)) {
-			int o = snprintf(why, wlen, "\"%.40s\" is not one of", s);
-			for (const char *const *c = ki->choices; *c && o > 0 && (size_t)o < wlen; c++)
-				o += snprintf(why + o, wlen - (size_t)o, " %s", *c);
-			return -1;
-		}
 		memcpy(field(cfg, ki), s, n + 1); /* as given: read back unchanged */
 		return 0;
 	}

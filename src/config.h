@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OCF_CFG_ARRAY_MAX 16  /* longest posix_pool_slab_* array */
+#define OCF_CFG_ARRAY_MAX 64  /* longest slab array (NVIDIA's setters take 17: more than 16) */
 #define OCF_CFG_LIST_LEN 1024 /* string arrays and objects, kept as JSON text */
 #define OCF_CFG_STR_LEN 4096  /* string parameters (paths, levels, names), NUL included */
 
@@ -247,8 +247,21 @@ enum {
 	OCF_REFUSE_NOT_A_CHOICE = 1 << 2,   /* STRING: not one of choices */
 	OCF_REFUSE_UNALIGNED = 1 << 3,      /* SIZE_ARRAY: element not a multiple of 4 (KiB) */
 	OCF_REFUSE_NOT_INCREASING = 1 << 4, /* SIZE_ARRAY: elements not strictly increasing */
+	OCF_REFUSE_EMPTY = 1 << 5,          /* STRING: "" */
+	OCF_REFUSE_BUT_ZERO = 1 << 6,       /* with BELOW_MIN: 0 itself is accepted */
 };
-unsigned config_key_refuses(enum ocf_cfg_key k);
+
+/* One key's row of the refusal table: what each way in refuses of a value
+ * of the key's own type (OCF_REFUSE_* bits). */
+struct ocf_refusal {
+	unsigned char all;   /* the file, the environment and every setter */
+	unsigned char param; /* cuFileSetParameter* as well */
+	unsigned char prop;  /* the key's cuFileDriverSet* property setter as well (SIZE keys) */
+	/* The CUfileOpError that property setter returns for a value below
+	 * min and above max. */
+	unsigned short prop_below_err, prop_above_err;
+};
+const struct ocf_refusal *config_key_refusal(enum ocf_cfg_key k);
 
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k);
 
@@ -296,9 +309,16 @@ int config_stage_string(enum ocf_cfg_key k, const char *s);
  * bounce buffers' (gpu = true). */
 int config_stage_slabs(bool gpu, const size_t *sizes, const size_t *counts, size_t n);
 
-/* Whether the refusal table refuses size v for SIZE key k: 0, or -1 with
- * the reason in why. */
+/* Whether the refusal table refuses size v for SIZE key k from the file,
+ * the environment or a parameter setter: 0, or -1 with the reason in why. */
 int config_check_size(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen);
+/* What the key's cuFileDriverSet* property setter returns for size v: 0
+ * (accepted), or the CUfileOpError of the refusal table with the reason in
+ * why. */
+int config_check_prop_size(enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen);
+/* Whether cuFileSetParameterString refuses s for STRING key k (the table,
+ * and a string too long for the field): 0, or -1 with the reason in why. */
+int config_check_param_string(enum ocf_cfg_key k, const char *s, char *why, size_t wlen);
 /* Validates a value of key k against the refusal table and stores it in cfg
  * (nothing changes when it is refused): 0, or -1 with the reason in why. */
 int config_set_size(struct ocf_config *cfg, enum ocf_cfg_key k, uint64_t v, char *why, size_t wlen);

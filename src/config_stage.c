@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "internal.h"
@@ -116,7 +117,8 @@ int config_stage_bool(enum ocf_cfg_key k, bool v) { return stage_json(k, OCF_CFG
 
 int config_stage_string(enum ocf_cfg_key k, const char *s)
 {
-	if (!s)
+	char why[200];
+	if (config_check_param_string(k, s, why, sizeof(why)))
 		return -EINVAL;
 	return stage_json(k, OCF_CFG_STRING, json_object_new_string(s));
 }
@@ -181,15 +183,25 @@ void config_apply_at_open(void)
 	if (d)
 		config_note_effective(&ocf_cfg, d);
 
+	/* A logging.dir that is not a directory is kept and read back as set,
+	 * but the log goes to the working directory rather than nowhere, as
+	 * NVIDIA's library does with one ("found invalid log directory"). */
 	char path[sizeof(ocf_cfg.logfile_path) + 16];
+	struct stat st;
+	bool bad_dir = false;
 	if (ocf_cfg.logfile_path[0])
 		snprintf(path, sizeof(path), "%s", ocf_cfg.logfile_path);
-	else if (ocf_cfg.logging_dir[0])
+	else if (ocf_cfg.logging_dir[0] && stat(ocf_cfg.logging_dir, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(path, sizeof(path), "%s/cufile.log", ocf_cfg.logging_dir);
-	else
+	else {
+		bad_dir = ocf_cfg.logging_dir[0] != '\0';
 		snprintf(path, sizeof(path), "cufile.log");
+	}
 	int level = log_level_from_name(ocf_cfg.logging_level);
 	log_set(level < 0 ? OCF_LOG_ERROR : level, path);
+	if (bad_dir)
+		log_error("logging.dir = \"%.200s\" is not a directory: kept and read back as set; the log is "
+			  "cufile.log in the working directory", ocf_cfg.logging_dir);
 
 	if (d) {
 		for (int i = 0; i < d->n; i++)

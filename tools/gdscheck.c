@@ -383,17 +383,30 @@ static int print_stats_file(const char *path)
 	return 0;
 }
 
-/* What a key refuses (config_key_refuses), in words; "" for nothing. */
-static void refusal_words(enum ocf_cfg_key k, char *buf, size_t len)
+/* Refusal bits in words appended at buf + o, the first one after prefix;
+ * returns the new offset. */
+static int bits_words(unsigned r, const char *prefix, char *buf, size_t len, int o)
 {
 	static const char *const words[] = {"below the range", "above the range", "not a listed value",
-					    "not a multiple of 4", "not increasing"};
-	unsigned r = config_key_refuses(k);
-	int o = 0;
+					    "not a multiple of 4", "not increasing", "empty", "(0 accepted)"};
+	const char *first = prefix;
+	for (unsigned i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		if (!(r & (1u << i)) || o < 0 || (size_t)o >= len)
+			continue;
+		o += snprintf(buf + o, len - (size_t)o, "%s%s%s", o ? ", " : "", first, words[i]);
+		first = "";
+	}
+	return o;
+}
+
+/* What a key refuses (config_key_refusal), in words; "" for nothing. */
+static void refusal_words(enum ocf_cfg_key k, char *buf, size_t len)
+{
+	const struct ocf_refusal *r = config_key_refusal(k);
 	buf[0] = '\0';
-	for (unsigned i = 0; i < sizeof(words) / sizeof(words[0]) && o >= 0 && (size_t)o < len; i++)
-		if (r & (1u << i))
-			o += snprintf(buf + o, len - (size_t)o, "%s%s", o ? ", " : "", words[i]);
+	int o = bits_words(r->all, "", buf, len, 0);
+	o = bits_words(r->param, "parameter setter: ", buf, len, o);
+	bits_words(r->prop, "property setter: ", buf, len, o);
 }
 
 /* The key table as Markdown, for docs/configuration.md. */

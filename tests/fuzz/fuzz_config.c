@@ -29,13 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int k = 0; k < OCF_K_COUNT; k++) {
 		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
 		const char *f = (const char *)&cfg + ki->offset;
+		unsigned r = config_key_refusal((enum ocf_cfg_key)k)->all; /* what the file refuses */
 		switch (ki->type) {
 		case OCF_CFG_SIZE: {
 			size_t v = *(const size_t *)f, e = config_effective_size(&cfg, (enum ocf_cfg_key)k);
 			if (ki->max != UINT64_MAX && (e < ki->min || e > ki->max))
 				abort();
-			if (((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_BELOW_MIN) && v < ki->min) ||
-			    ((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_ABOVE_MAX) && v > ki->max))
+			if (((r & OCF_REFUSE_BELOW_MIN) && v < ki->min) || ((r & OCF_REFUSE_ABOVE_MAX) && v > ki->max))
 				abort();
 			break;
 		}
@@ -44,8 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (a->n < 1 || a->n > OCF_CFG_ARRAY_MAX)
 				abort();
 			for (size_t i = 0; i < a->n; i++)
-				if (((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_BELOW_MIN) && a->v[i] < ki->min) ||
-				    ((config_key_refuses((enum ocf_cfg_key)k) & OCF_REFUSE_ABOVE_MAX) && a->v[i] > ki->max))
+				if (((r & OCF_REFUSE_BELOW_MIN) && a->v[i] < ki->min) ||
+				    ((r & OCF_REFUSE_ABOVE_MAX) && a->v[i] > ki->max))
 					abort();
 			break;
 		}

@@ -2034,9 +2034,11 @@ done:
  * param_values: every size_t, bool and string parameter (every enum value,
  * through 1.19, and two past the end), both slab-array setters and the four
  * cuFileDriverSet* property setters, each tried with values below the
- * minimum, above the maximum, 0 and huge (strings: empty, an unknown word, a
- * path that does not exist, long ones; arrays: the shapes a pool can and
- * cannot have), once with the driver closed and once with it open.
+ * minimum, above the maximum, 0 and huge (property setters also: the ends
+ * of the range, 1, 1001 and one above an H100's BAR1; strings: empty, an
+ * unknown word, a path that does not exist, long ones; arrays: the shapes a
+ * pool can and cannot have), once with the driver closed and once with it
+ * open.
  *
  * Every try runs in a fresh process (this program again, with --param-try
  * N), so no try sees another's staged value and a crash or a hang costs one
@@ -2049,7 +2051,9 @@ done:
  *   param KIND NAME TRY STATE value=... set=... get=... [open=... get_open=...] props=... io=...
  *
  * The first five fields are the row's key; scripts/param-diff.sh runs this
- * against both libraries and prints the rows that differ.  Not in the
+ * against both libraries and prints the rows that differ.  A try writes its
+ * row on a descriptor of its own; what the library prints to stdout goes to
+ * stderr instead.  Not in the
  * default run (about 300 driver opens): name it, `differential param_values`.
  */
 #include <dlfcn.h>
@@ -2222,24 +2226,45 @@ static void build_tries(void)
 		}
 	}
 	for (i = 0; i < N_OF(prop_setters); i++) {
+		size_t min = sizet_params[prop_setters[i].param].min, max = sizet_params[prop_setters[i].param].max;
 		memset(&t, 0, sizeof(t));
 		t.kind = PK_PROP;
 		t.param = (int)i;
 		t.pname = prop_setters[i].name;
-		add_size_values(t, sizet_params[prop_setters[i].param].min, sizet_params[prop_setters[i].param].max);
+		add_size_values(t, min, max);
+		/* Where the measured refusals leave the rule open: the ends of
+		 * the range, 1, a size that is not a multiple of 4 KiB, and one
+		 * above an H100's BAR1 (128 GiB: NVIDIA's cache and pinned-memory
+		 * setters compare with the smallest BAR1) but inside the range. */
+		t.value = min;
+		add_try(t, "min");
+		t.value = max;
+		add_try(t, "max");
+		t.value = 1;
+		add_try(t, "one");
+		t.value = 1001;
+		add_try(t, "unaligned_1001");
+		t.value = 134217729;
+		add_try(t, "above_h100_bar");
 	}
 }
 
-/* Fields of a row go straight to stdout, each flushed, so that what a
- * crashing try printed before it crashed reaches the parent. */
+/* Where a try writes its row: the pipe to the parent, on a descriptor of
+ * its own; the try's stdout goes to stderr, so that what the library under
+ * test prints there (NVIDIA's logs errors to stdout) cannot land inside a
+ * row. */
+static FILE *g_row;
+
+/* Fields of a row go straight to the parent, each flushed, so that what a
+ * crashing try printed before it crashed reaches it. */
 static void field(const char *fmt, ...)
 {
 	va_list ap;
-	putchar('\t');
+	fputc('\t', g_row);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vfprintf(g_row, fmt, ap);
 	va_end(ap);
-	fflush(stdout);
+	fflush(g_row);
 }
 
 static int put_size(char *b, size_t cap, size_t v)
@@ -2445,13 +2470,24 @@ static int param_try(size_t idx)
 {
 	const struct ptry *t;
 	CUfileError_t e;
+	int rowfd;
 
 	build_tries();
 	if (idx >= g_ntries)
 		return 2;
 	t = &g_tries[idx];
 	snprintf(g_data, sizeof(g_data), "%s/data.bin", g_dir);
-	printf("param\t%s\t%s\t%s\t%s", pkind_names[t->kind], t->pname, t->tname, t->open_first ? "open" : "closed");
+	fflush(stdout);
+	rowfd = dup(STDOUT_FILENO);
+	g_row = rowfd >= 0 ? fdopen(rowfd, "w") : NULL;
+	if (g_row && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		fclose(g_row);
+		g_row = NULL;
+	}
+	if (!g_row)
+		g_row = stdout;
+	fprintf(g_row, "param\t%s\t%s\t%s\t%s", pkind_names[t->kind], t->pname, t->tname,
+		t->open_first ? "open" : "closed");
 	switch (t->kind) {
 	case PK_STRING: field("value=%s", fmt_str(t->str)); break;
 	case PK_ARRAY: field("value=%s len=%d%s", fmt_arrays(t->arr->sizes, t->arr->counts,
@@ -2463,7 +2499,7 @@ static int param_try(size_t idx)
 		e = cuFileDriverOpen();
 		field("open=%s", E(e));
 		if (e.err != CU_FILE_SUCCESS) {
-			putchar('\n');
+			fputc('\n', g_row);
 			return 0;
 		}
 		field("set=%s", try_set(t));
@@ -2474,7 +2510,7 @@ static int param_try(size_t idx)
 		e = cuFileDriverOpen();
 		field("open=%s", E(e));
 		if (e.err != CU_FILE_SUCCESS) {
-			putchar('\n');
+			fputc('\n', g_row);
 			return 0;
 		}
 		field("get_open=%s", try_get(t));
@@ -2482,7 +2518,8 @@ static int param_try(size_t idx)
 	field("props=%s", try_props());
 	field("io=%s", try_io());
 	field("close=%s", E(cuFileDriverClose()));
-	putchar('\n');
+	fputc('\n', g_row);
+	fflush(g_row);
 	return 0;
 }
 
