@@ -77,6 +77,9 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_PROFILE_CUFILE_STATS] = {"profile.cufile_stats", OCF_CFG_SIZE, "0", 0, 3, F(cufile_stats), NULL,
 					"OPENCUFILE_STATS_LEVEL",
 					"statistics level at open; above 0 the snapshot is published for gds_stats"},
+	[OCF_K_PROFILE_CPU] = {"profile.cpu_profile", OCF_CFG_BOOL, "false", 0, 0, F(cpu_profile), NULL, NULL,
+			       "CPU time per thread role, printed at cuFileDriverClose (OPENCUFILE_PROFILE: on, off "
+			       "or a file for the report)"},
 	[OCF_K_EXEC_MAX_IO_QUEUE_DEPTH] = {"execution.max_io_queue_depth", OCF_CFG_SIZE, "128", 1, 256,
 					   F(max_io_queue_depth), NULL, NULL,
 					   "io_uring reads one engine thread keeps in flight (at most its 3 staging buffers)"},
@@ -89,7 +92,7 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 						 "requests larger than this are split across worker threads"},
 	[OCF_K_EXEC_MAX_REQUEST_PARALLELISM] = {"execution.max_request_parallelism", OCF_CFG_SIZE, "4", 0, 8,
 						F(max_request_parallelism), NULL, NULL,
-						"helper threads per request, at least (default: all workers)"},
+						"parallel parts of a request, at most (a larger request: one per 16 MiB; 0: no bound)"},
 	[OCF_K_EXEC_WAIT_WATCHDOG_S] = {"execution.wait_watchdog_s", OCF_CFG_SIZE, "30", 0, 86400,
 					F(wait_watchdog_s), NULL, "OPENCUFILE_WAIT_WATCHDOG_S",
 					"an I/O, batch or stream operation waiting longer than this many seconds "

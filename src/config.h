@@ -52,6 +52,7 @@ enum ocf_cfg_key {
 	OCF_K_LOGFILE_PATH, /* no JSON key: CUFILE_LOGFILE_PATH or the setter */
 	OCF_K_PROFILE_NVTX,
 	OCF_K_PROFILE_CUFILE_STATS,
+	OCF_K_PROFILE_CPU,
 	OCF_K_EXEC_MAX_IO_QUEUE_DEPTH,
 	OCF_K_EXEC_MAX_IO_THREADS,
 	OCF_K_EXEC_PARALLEL_IO,
@@ -136,6 +137,7 @@ struct ocf_config {
 	/* profile */
 	bool nvtx;
 	size_t cufile_stats;
+	bool cpu_profile;
 	/* execution */
 	size_t max_io_queue_depth;
 	size_t max_io_threads;

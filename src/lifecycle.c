@@ -156,7 +156,7 @@ static void arm_exit_after_cuinit(void)
 
 static void prewarm_gpus(void) { gpu_prewarm_start(engine_participants()); }
 
-static void configure_profile(void) { prof_configure(false); }
+static void configure_profile(void) { prof_configure(ocf_cfg.cpu_profile); }
 
 static void log_opened(void)
 {
