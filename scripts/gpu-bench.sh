@@ -117,6 +117,7 @@ elif [ "$QUICK" = kv ]; then
 	REPS=${GPU_BENCH_REPS:-3}
 	QT=${GPU_BENCH_QUICK_T:-1}
 	TQ=(-T "$QT")
+	LATT=1
 fi
 if [ "$DRY" = 1 ]; then
 	SIZE=${GPU_BENCH_SIZE:-128M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}

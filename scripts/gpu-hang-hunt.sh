@@ -16,6 +16,10 @@
 #   ovl5      bench/overlap -x 5 (batches of 128 x 64 KiB, same), HUNT_N_OVL
 #   async256  gdsio -x 3: 256 x 16 MiB cuFileReadAsync on one stream, data
 #             verified, HUNT_N_ASYNC times (20)
+#   kv16      the KV-cache pool: 16 batch handles of 128 x 64 KiB in flight
+#             from 4 threads (gdsio -x 5 -H 4), reads then writes, reaped
+#             with GetStatus(nr, NULL), data verified, HUNT_N_KV times (10)
+#   kv16p     the same, polled (min_nr 0, zero timeout)
 #   exit      the exit-with-I/O-in-flight test with statistics at level 3,
 #             HUNT_N_EXIT times (10)
 #   fork      the fork test, likewise
@@ -39,7 +43,7 @@ SCR=${GPU_SCRATCH:-$PWD/gpu-scratch}/hunt
 TABLE=$SCR/hunt-table.txt
 LIMIT=${HUNT_LIMIT:-60}
 BUDGET=${HUNT_BUDGET:-420}
-STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 exit fork}
+STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p exit fork}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 T0=$SECONDS
 mkdir -p "$SCR"
@@ -132,7 +136,7 @@ step stress "${HUNT_N_STRESS:-10}" env OCF_STRESS_SECONDS=6 "$STRESS"
 
 DATA=$SCR/hunt.dat
 SIZE=${HUNT_SIZE:-4G}
-case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "*)
+case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "* | *" kv16"*)
 	if [ ! -e "$DATA" ]; then
 		env LD_PRELOAD="$LIB" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$LOG" 2>&1
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$LOG" 2>&1
@@ -143,6 +147,18 @@ step ovl3 "${HUNT_N_OVL:-20}" env LD_PRELOAD="$LIB" "$OVERLAP" -f "$DATA" -x 3 -
 step ovl5 "${HUNT_N_OVL:-20}" env LD_PRELOAD="$LIB" "$OVERLAP" -f "$DATA" -x 5 -B 128 -s 1G -i 64K -b -r 1 -V -t 20
 step async256 "${HUNT_N_ASYNC:-20}" env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 3 -B 256 -m 0 -b -N -w 1 -s "$SIZE" \
 	-i 16M -I 0 -V
+
+WDATA=$SCR/hunt-write.dat
+case " $STEPS " in *" kv16"*)
+	[ -e "$WDATA" ] || env LD_PRELOAD="$LIB" "$GDSIO" -Z -f "$WDATA" -s 1G >>"$LOG" 2>&1 ;;
+esac
+kv16() {
+	local style=$1
+	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 5 -B 128 -H 4 -W "$style" -i 64K -m 0 -N -w 4 -s 1G -T 2 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$WDATA" -I 1 -x 5 -B 128 -H 4 -W "$style" -i 64K -m 0 -N -w 4 -s 1G -T 2 -V
+}
+step kv16 "${HUNT_N_KV:-10}" kv16 wait
+step kv16p "${HUNT_N_KV:-10}" kv16 poll
 
 # Statistics at level 3 (NVIDIA's library is known to crash at exit there).
 printf '{ "profile": { "cufile_stats": 3 } }\n' >"$SCR/stats3.json"
