@@ -8,7 +8,8 @@
  * started), RUNNING, or DONE (its event waits in the completion ring for
  * GetStatus).  Submit takes FREE entries, so at most cap - (entries
  * submitted and not yet reported) may be submitted; GetStatus reports DONE
- * entries in completion order and frees them.
+ * entries in completion order and frees them (and the first Submit after a
+ * Cancel frees the cancelled round's: see Rounds).
  *
  * Execution: a Submit becomes one job shared by W executor operations
  * (W = min(executor threads, entries); OPENCUFILE_BATCH_WORKERS for
@@ -36,14 +37,34 @@
  * Lifetime: a batch is reference counted (table 1, each live job 1, each
  * API call using it 1); a job lives until its last operation has run or
  * been taken out of the FIFO.  Destroy removes the batch from the table,
- * cancels entries not started, waits for the running ones and drops the
- * table's reference; the last reference frees the memory, so no executor
- * thread ever touches freed memory.
+ * cancels entries not started, waits (without bound, as the application
+ * may free its buffers when it returns) until every job has ended and
+ * drops the table's reference; the last reference frees the memory, so no
+ * executor thread ever touches freed memory.
  *
  * Cancel: operations still in the FIFO are taken out (async_remove), and
  * every entry still QUEUED — in the FIFO, or in a job a thread has taken
  * but not reached yet — completes as CUFILE_CANCELED at once; a thread
- * that reaches it later finds its claim refused.  Running entries finish.
+ * that reaches it later finds its claim refused.  Then Cancel waits, at
+ * most cancel_wait_ms(), until every job submitted before it has ended
+ * (its running entries finished, its threads gone): when it returns 0 no
+ * entry submitted before it runs any more, so the application may reuse
+ * every buffer of them.  Past the bound (a userspace file system read that
+ * does not return) it gives up with CU_FILE_INTERNAL_BATCH_CANCEL_ERROR and
+ * those entries go on; a later Cancel that returns 0, their events, or
+ * Destroy tell the application they are done.  Cancel never waits forever.
+ *
+ * Rounds: each Cancel starts a new epoch.  Until the next Submit, GetStatus
+ * reports the cancelled round as before (CANCELED events, and COMPLETE or
+ * FAILED for what ran).  The first Submit after a Cancel discards whatever
+ * of it was not reported (flush_locked): every entry becomes FREE at once,
+ * so the handle takes SetUp's n entries again without the application
+ * reaping — a batch returned to a pool after a cancel and resubmitted
+ * later, as NIXL does.  An entry still running then (the cancel gave up on
+ * it) keeps running on its job's own item, which holds its parameters; its
+ * entry slot already carries the new round, so its completion is dropped
+ * (job->epoch < flushed) and touches no entry: no event of it is ever
+ * reported in the new round, and no entry storage beyond n is needed.
  *
  * Events: status CUFILE_COMPLETE with ret = bytes (short at end of file);
  * CUFILE_FAILED with ret = the internal error as a negative number cast to
@@ -122,6 +143,8 @@ struct job {
 	 * each entry's claim is its own compare-and-swap. */
 	atomic_uint cursor;
 	unsigned nops, ops_live; /* ops_live: queued or running; batch lock */
+	uint64_t epoch;		 /* the batch's epoch at submission */
+	uint64_t t0;		 /* statistics: submission time, 0 when not counting */
 	struct job_op *ops;
 	struct member *m;
 	struct bio_item *items; /* items[i] serves m[i] */
@@ -137,6 +160,9 @@ struct batch {
 	bool dead;
 	unsigned nwaiters; /* threads in cv */
 	unsigned wake_at;  /* broadcast when ndone reaches it */
+	unsigned drainers; /* Cancel/Destroy calls waiting in cv for jobs to end */
+	uint64_t epoch;	   /* Cancel calls so far */
+	uint64_t flushed;  /* epoch at the last flush; below epoch: a flush is due */
 	unsigned nfree;
 	unsigned *free_idx; /* stack of FREE entry indices */
 	unsigned done_head, ndone;
@@ -223,14 +249,16 @@ static void job_items_done(void *arg, struct bio_item *list)
 {
 	struct job *j = arg;
 	struct batch *b = j->b;
-	for (struct bio_item *it = list; it; it = it->next) {
-		struct entry *e = j->m[it - j->items].e;
-		stats_batch_entry_done(it->write, it->result >= 0, it->result > 0 ? (size_t)it->result : 0, e->t0);
-	}
-	pthread_mutex_lock(&b->lock);
 	for (struct bio_item *it = list; it; it = it->next)
-		complete_locked(b, j->m[it - j->items].e, it->result >= 0 ? CUFILE_COMPLETE : CUFILE_FAILED,
-				it->result);
+		stats_batch_entry_done(it->write, it->result >= 0, it->result > 0 ? (size_t)it->result : 0,
+				       j->t0);
+	pthread_mutex_lock(&b->lock);
+	/* A job from before the last flush: its entries carry a later round
+	 * now, and nobody is to hear of these (see Rounds). */
+	if (j->epoch >= b->flushed)
+		for (struct bio_item *it = list; it; it = it->next)
+			complete_locked(b, j->m[it - j->items].e,
+					it->result >= 0 ? CUFILE_COMPLETE : CUFILE_FAILED, it->result);
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -263,6 +291,8 @@ static void job_run(struct async_op *aop)
 	if (job_gone) {
 		job_unlink_locked(b, j);
 		last = --b->refs == 0;
+		if (b->drainers) /* never with last: a drainer holds a reference */
+			pthread_cond_broadcast(&b->cv);
 	}
 	pthread_mutex_unlock(&b->lock);
 	if (job_gone)
@@ -407,6 +437,28 @@ static struct job *job_new(unsigned n, unsigned nops, unsigned per_claim)
 	return j;
 }
 
+/* Caller holds b->lock; the first Submit after a Cancel.  Every entry is
+ * of the cancelled round(s) (Cancel completed the QUEUED ones): DONE ones
+ * lose their unreported events, RUNNING ones go on without an entry (their
+ * job's epoch is below `flushed` now).  The seq stays, so no claim of an
+ * older job can take the entry once it is submitted again. */
+static void flush_locked(struct batch *b)
+{
+	b->nfree = 0;
+	for (unsigned i = b->cap; i-- > 0;) {
+		struct entry *e = &b->e[i];
+		uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
+		atomic_store_explicit(&e->word, (w & ~(uint64_t)STATE_MASK) | E_FREE, memory_order_relaxed);
+		b->free_idx[b->nfree++] = i; /* entry 0 on top, as at SetUp */
+	}
+	b->used = 0;
+	b->ndone = 0;
+	b->done_head = 0;
+	b->flushed = b->epoch;
+	if (b->nwaiters) /* they wait for fewer entries now */
+		wake_locked(b);
+}
+
 int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *params, unsigned flags)
 {
 	(void)flags; /* reserved */
@@ -449,15 +501,20 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		if (i == 0 || params[i].u.batch.devPtr_base != params[i - 1].u.batch.devPtr_base)
 			gpu_prepare_async(params[i].u.batch.devPtr_base);
 	uint64_t t0 = stats_io_begin();
+	j->t0 = t0;
 	/* One hold per executor operation, released by the executor or by a
 	 * cancel; taken before the batch lock (the driver's lock never nests
 	 * inside it). */
 	driver_hold(nops);
 	pthread_mutex_lock(&b->lock);
-	if (b->dead || nr > b->cap)
+	if (b->dead || nr > b->cap) {
 		r = OCF_ERR(CU_FILE_INVALID_VALUE);
-	else if (nr > b->nfree)
-		r = OCF_ERR(CU_FILE_BATCH_FULL);
+	} else {
+		if (b->flushed != b->epoch)
+			flush_locked(b);
+		if (nr > b->nfree)
+			r = OCF_ERR(CU_FILE_BATCH_FULL);
+	}
 	if (r) {
 		pthread_mutex_unlock(&b->lock);
 		release_holds(nops);
@@ -475,6 +532,7 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		j->m[i] = (struct member){.e = e, .seq = seq};
 	}
 	b->used += nr;
+	j->epoch = b->epoch;
 	b->refs++; /* the job's */
 	j->next = b->jobs;
 	if (b->jobs)
@@ -558,29 +616,65 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 	return 0;
 }
 
+/* How long Cancel waits for entries running at the cancel (ms).  Long
+ * enough for any I/O that is moving (a staged entry takes milliseconds, a
+ * 16 MiB one from a slow disk a fraction of a second); bounded because a
+ * userspace file system's callback may never return. */
+static long cancel_wait_ms(void)
+{
+	const char *env = ocf_getenv("OPENCUFILE_BATCH_CANCEL_WAIT_MS");
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (*end == '\0' && v >= 0)
+			return OCF_MIN(v, 86400000L);
+	}
+	return 10000;
+}
+
+/* Caller holds b->lock.  Jobs submitted before epoch `epoch` that have not
+ * ended: after a cancel, those with entries still running. */
+static unsigned jobs_before_locked(const struct batch *b, uint64_t epoch)
+{
+	unsigned n = 0;
+	for (const struct job *j = b->jobs; j; j = j->next)
+		n += j->epoch < epoch;
+	return n;
+}
+
 int batch_cancel(CUfileBatchHandle_t id)
 {
 	struct batch *b = batch_get(id);
 	if (!b)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
+	long ms = cancel_wait_ms();
+	struct timespec deadline;
+	make_deadline(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L}, &deadline);
 	pthread_mutex_lock(&b->lock);
+	uint64_t epoch = ++b->epoch;
 	unsigned removed = cancel_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	release_holds(removed);
-	batch_put(b);
-	return 0;
-}
 
-/* Caller holds b->lock.  Entries not finished: after a cancel, the running
- * ones, which an executor thread is working on. */
-static bool busy_locked(const struct batch *b)
-{
-	for (unsigned i = 0; i < b->cap; i++) {
-		unsigned st = state_of(atomic_load_explicit(&b->e[i].word, memory_order_relaxed));
-		if (st == E_QUEUED || st == E_RUNNING)
-			return true;
-	}
-	return false;
+	int r = 0;
+	pthread_mutex_lock(&b->lock);
+	b->drainers++;
+	unsigned left;
+	while ((left = jobs_before_locked(b, epoch)) != 0)
+		if (pthread_cond_timedwait(&b->cv, &b->lock, &deadline) == ETIMEDOUT &&
+		    (left = jobs_before_locked(b, epoch)) != 0) {
+			r = OCF_ERR(CU_FILE_INTERNAL_BATCH_CANCEL_ERROR);
+			break;
+		}
+	b->drainers--;
+	pthread_mutex_unlock(&b->lock);
+	if (r)
+		log_warn("cuFileBatchIOCancel: entries of %u submission(s) still running after %ld ms; "
+			 "their buffers stay in use until they finish (a later cancel returning success, "
+			 "their events before the next submit, or destroy tell when)",
+			 left, ms);
+	batch_put(b);
+	return r;
 }
 
 int batch_destroy(CUfileBatchHandle_t id)
@@ -602,13 +696,12 @@ int batch_destroy(CUfileBatchHandle_t id)
 	unsigned removed = cancel_locked(b);
 	wake_locked(b); /* GetStatus callers return */
 	/* The application may free its buffers once Destroy returns: wait for
-	 * entries already running to finish. */
-	while (busy_locked(b)) {
-		b->wake_at = 0; /* every completion */
-		b->nwaiters++;
+	 * every job to end, entries running since a cancel gave up on them
+	 * included. */
+	b->drainers++;
+	while (b->jobs)
 		pthread_cond_wait(&b->cv, &b->lock);
-		b->nwaiters--;
-	}
+	b->drainers--;
 	b->refs--;                      /* the table's reference */
 	pthread_mutex_unlock(&b->lock);
 	release_holds(removed);

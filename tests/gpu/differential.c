@@ -1758,25 +1758,34 @@ done:
 	rw_teardown(&s);
 }
 
+/* Sets up a batch of 16, submits 16 reads (cookies cookie0..cookie0 + 15)
+ * and cancels it at once; false when the batch cannot be set up. */
+static bool batch16_submit_cancel(const char *name, const struct rw *s, CUfileBatchHandle_t *b, int cookie0)
+{
+	CUfileIOParams_t io[16];
+	if (cuFileBatchIOSetUp(b, 16).err != CU_FILE_SUCCESS) {
+		out(name, "SETUP batch failed");
+		return false;
+	}
+	for (int i = 0; i < 16; i++)
+		io[i] = bio(CUFILE_READ, s->fh, s->p, BSZ / 2, (off_t)(i * BSZ / 2), (off_t)(i * BSZ / 2),
+			    cookie0 + i);
+	sub(name, "submit", "%s", E(cuFileBatchIOSubmit(*b, 16, io, 0)));
+	sub(name, "cancel", "%s", E(cuFileBatchIOCancel(*b)));
+	return true;
+}
+
 /* Cancel right after Submit: every entry is reported, as COMPLETE or
  * CANCELED; the batch works again afterwards. */
 CASE(batch_cancel)
 {
 	struct rw s = rw_setup(name, O_RDONLY, MiB);
 	CUfileBatchHandle_t b;
-	CUfileIOParams_t io[16];
+	CUfileIOParams_t io[1];
 	CUfileIOEvents_t ev[16];
-	int i, got = 0, complete = 0, canceled = 0, other = 0;
-	if (!s.ok)
+	int got = 0, complete = 0, canceled = 0, other = 0;
+	if (!s.ok || !batch16_submit_cancel(name, &s, &b, 1))
 		goto done;
-	if (cuFileBatchIOSetUp(&b, 16).err != CU_FILE_SUCCESS) {
-		out(name, "SETUP batch failed");
-		goto done;
-	}
-	for (i = 0; i < 16; i++)
-		io[i] = bio(CUFILE_READ, s.fh, s.p, BSZ / 2, (off_t)(i * BSZ / 2), (off_t)(i * BSZ / 2), i + 1);
-	sub(name, "submit", "%s", E(cuFileBatchIOSubmit(b, 16, io, 0)));
-	sub(name, "cancel", "%s", E(cuFileBatchIOCancel(b)));
 	double t0 = mono_s();
 	while (got < 16 && mono_s() - t0 < 5) {
 		unsigned nr = 16;
@@ -1800,6 +1809,26 @@ CASE(batch_cancel)
 	batch_collect_report(name, b, 1, 5);
 	cuFileBatchIODestroy(b);
 	(void)complete, (void)canceled;
+done:
+	rw_teardown(&s);
+}
+
+/* NIXL's batch pool: Submit, Cancel, then Submit the full size again
+ * without reaping the cancelled round.  Cookies of the cancelled round are
+ * 101..116, so any of its events reported afterwards count as stray. */
+CASE(batch_cancel_resubmit_unreaped)
+{
+	struct rw s = rw_setup(name, O_RDONLY, MiB);
+	CUfileBatchHandle_t b;
+	CUfileIOParams_t io[16];
+	if (!s.ok || !batch16_submit_cancel(name, &s, &b, 101))
+		goto done;
+	for (int i = 0; i < 16; i++)
+		io[i] = bio(CUFILE_READ, s.fh, s.p, BSZ / 2, (off_t)((15 - i) * BSZ / 2),
+			    (off_t)(i * BSZ / 2), i + 1);
+	sub(name, "resubmit_full", "%s", E(cuFileBatchIOSubmit(b, 16, io, 0)));
+	batch_collect_report(name, b, 16, 5);
+	cuFileBatchIODestroy(b);
 done:
 	rw_teardown(&s);
 }
@@ -2786,6 +2815,7 @@ static const struct tcase {
 	C(batch_submit_bad_args, NEEDS_OPEN)
 	C(batch_getstatus_semantics, NEEDS_OPEN)
 	C(batch_cancel, NEEDS_OPEN)
+	C(batch_cancel_resubmit_unreaped, NEEDS_OPEN)
 	C(batch_destroy_in_flight_and_twice, NEEDS_OPEN)
 	C(batch_entry_results_on_errors, NEEDS_OPEN)
 	C(async_null_stream, NEEDS_OPEN)
