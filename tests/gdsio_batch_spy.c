@@ -143,9 +143,14 @@ static void remove_entry(CUfileBatchHandle_t b, void *cookie)
 CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CUfileIOParams_t *iocbp,
 				  unsigned flags)
 {
-	static __typeof__(cuFileBatchIOSubmit) *real;
-	if (!real)
+	/* Looked up once; threads race to do it, so the pointer is stored and
+	 * loaded atomically (every thread finds the same symbol). */
+	static __typeof__(cuFileBatchIOSubmit) *real_fn;
+	__typeof__(cuFileBatchIOSubmit) *real = __atomic_load_n(&real_fn, __ATOMIC_ACQUIRE);
+	if (!real) {
 		*(void **)&real = dlsym(RTLD_NEXT, "cuFileBatchIOSubmit");
+		__atomic_store_n(&real_fn, real, __ATOMIC_RELEASE);
+	}
 	/* Counted before the call: a completion may be collected by another
 	 * thread before the call returns. */
 	pthread_mutex_lock(&lock);
@@ -179,9 +184,14 @@ CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CU
 CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
 				     CUfileIOEvents_t *iocbp, struct timespec *timeout)
 {
-	static __typeof__(cuFileBatchIOGetStatus) *real;
-	if (!real)
+	/* Looked up once; threads race to do it, so the pointer is stored and
+	 * loaded atomically (every thread finds the same symbol). */
+	static __typeof__(cuFileBatchIOGetStatus) *real_fn;
+	__typeof__(cuFileBatchIOGetStatus) *real = __atomic_load_n(&real_fn, __ATOMIC_ACQUIRE);
+	if (!real) {
 		*(void **)&real = dlsym(RTLD_NEXT, "cuFileBatchIOGetStatus");
+		__atomic_store_n(&real_fn, real, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_lock(&lock);
 	struct handle *h = handle_of(batch_idp);
 	unsigned outstanding = h ? h->outstanding : 0;
