@@ -340,8 +340,8 @@ static inline void t_remove_private_dirs(void)
 {
 	for (int i = 0; i < t_nprivate; i++) {
 		char cmd[PATH_MAX + 32];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t_private_dirs[i]);
-		if (system(cmd) != 0)
+		int w = snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t_private_dirs[i]);
+		if (w < 0 || (size_t)w >= sizeof(cmd) || system(cmd) != 0)
 			fprintf(stderr, "cannot remove %s\n", t_private_dirs[i]);
 	}
 }

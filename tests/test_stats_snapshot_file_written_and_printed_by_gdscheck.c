@@ -22,9 +22,9 @@ int main(int argc, char **argv)
 	const char *data = t_make_pattern_file(65536, 0);
 	int fd = t_open(data, O_RDONLY);
 	CUfileHandle_t fh = t_register_fd(fd);
-	char buf[8192];
+	char buf[3 * 4096]; /* three batch entries, each its own 4 KiB */
 	for (int i = 0; i < 7; i++)
-		T_IO(cuFileRead(fh, buf, sizeof(buf), 0, 0), 8192);
+		T_IO(cuFileRead(fh, buf, 8192, 0, 0), 8192);
 	/* Published at open already. */
 	struct ocf_stats_file f;
 	t_read_stats_file(path, &f);
@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 	t_cuda_require();
 	CUstream st;
 	T_CU(cuStreamCreate(&st, 0));
-	size_t sz = sizeof(buf);
+	size_t sz = 8192;
 	off_t foff = 0, boff = 0;
 	ssize_t bytes[2] = {-1, -1};
 	T_CUFILE_OK(cuFileReadAsync(fh, buf, &sz, &foff, &boff, &bytes[0], NULL));
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 	CUfileIOEvents_t ev[3];
 	T_CUFILE_OK(cuFileBatchIOSetUp(&b, 3));
 	for (int i = 0; i < 3; i++)
-		io[i] = t_batch_io(CUFILE_READ, fh, buf, 4096, 4096 * i, 0, NULL);
+		io[i] = t_batch_io(CUFILE_READ, fh, buf, 4096, 4096 * i, 4096 * i, NULL);
 	T_CUFILE_OK(cuFileBatchIOSubmit(b, 3, io, 0));
 	t_batch_collect(b, 3, ev);
 	cuFileBatchIODestroy(b);

@@ -310,8 +310,11 @@ static int count_entries(const char *dir, char *first, size_t len)
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.' && n++ == 0 && first)
-			snprintf(first, len, "%s", e->d_name);
+		if (e->d_name[0] != '.' && n++ == 0 && first && len) {
+			size_t k = strnlen(e->d_name, len - 1); /* a longer name is shown cut */
+			memcpy(first, e->d_name, k);
+			first[k] = '\0';
+		}
 	closedir(d);
 	return n;
 }
@@ -579,10 +582,15 @@ void dr_report(const struct dr_kconfig *k, const struct dr_mounts *m, const stru
 		/* P2PDMA first: the route a stock kernel and the open GPU module give. */
 		static const int order[] = {1, 0, 2};
 		char list[sizeof(final[i].text)] = "";
-		for (size_t r = 0; r < 3; r++)
-			if (all[order[r]]->ok)
-				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s %s",
-					 list[0] ? "; " : "", names[order[r]], all[order[r]]->text);
+		for (size_t r = 0; r < 3; r++) {
+			if (!all[order[r]]->ok)
+				continue;
+			size_t used = strlen(list);
+			int w = snprintf(list + used, sizeof(list) - used, "%s%s %s", list[0] ? "; " : "",
+					 names[order[r]], all[order[r]]->text);
+			if (w < 0 || (size_t)w >= sizeof(list) - used)
+				break; /* full: the routes listed so far */
+		}
 		if (list[0]) {
 			final[i].ok = true;
 			snprintf(final[i].text, sizeof(final[i].text), "%s", list);

@@ -304,7 +304,9 @@ static int find(pid_t pid, struct source *s, struct ocf_stats_file *f)
 		char parents[3][PATH_MAX];
 		int n = default_parents(pid, s->uid, parents, 3);
 		for (int i = 0; i < n; i++) {
-			snprintf(s->xdg, sizeof(s->xdg), "%s", parents[i]);
+			int w = snprintf(s->xdg, sizeof(s->xdg), "%s", parents[i]);
+			if (w < 0 || (size_t)w >= sizeof(s->xdg))
+				continue; /* a directory name too long to be ours */
 			sweep(s->xdg, s->uid);
 			if (source_read(s, f) == 0 && !exec_left(s))
 				return EX_OK;
