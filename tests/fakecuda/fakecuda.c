@@ -1139,6 +1139,19 @@ FC_EXPORT void *fakecuda_shadow(CUdeviceptr ptr, size_t len)
 /* Init, version, errors                                               */
 /* ------------------------------------------------------------------ */
 
+static pthread_once_t primary_once = PTHREAD_ONCE_INIT;
+
+static void primary_init(void)
+{
+	pthread_mutex_lock(&g_mu);
+	for (int i = 0; i < FC_MAX_DEV; i++) {
+		g_primary[i].device = i;
+		g_primary[i].primary = true;
+		g_pools[i].device = i;
+	}
+	pthread_mutex_unlock(&g_mu);
+}
+
 FC_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
 {
 	ENTER_NOINIT();
@@ -1150,12 +1163,10 @@ FC_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
 		n = 0;
 	if (n > FC_MAX_DEV)
 		n = FC_MAX_DEV;
+	/* The primaries' constant fields are set once: a later cuInit on one
+	 * thread must not rewrite what another thread's cuMemAlloc reads. */
+	pthread_once(&primary_once, primary_init);
 	pthread_mutex_lock(&g_mu);
-	for (int i = 0; i < FC_MAX_DEV; i++) {
-		g_primary[i].device = i;
-		g_primary[i].primary = true;
-		g_pools[i].device = i;
-	}
 	atomic_store(&g_ndev, n);
 	atomic_store(&g_inited, n > 0);
 	pthread_mutex_unlock(&g_mu);
