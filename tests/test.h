@@ -561,6 +561,18 @@ static inline void t_require_cache_aware_fs(const char *path, size_t flen)
 	t_evict_file(path, flen);
 }
 
+/* What the last t_count_fds() saw: each descriptor and what it pointed at,
+ * and the process's threads, so that a leak report shows the descriptors
+ * that were counted, not those open when the report is printed. */
+static char t_fds_seen[8192];
+
+static inline void t_fds_seen_add(const char *fmt, const char *a, const char *b)
+{
+	size_t n = strlen(t_fds_seen);
+	if (n < sizeof(t_fds_seen))
+		snprintf(t_fds_seen + n, sizeof(t_fds_seen) - n, fmt, a, b);
+}
+
 /* Number of open file descriptors of this process. */
 static inline int t_count_fds(void)
 {
@@ -570,16 +582,64 @@ static inline int t_count_fds(void)
 
 	if (!d)
 		T_FAIL("opendir /proc/self/fd: %s", strerror(errno));
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
+	t_fds_seen[0] = 0;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		char lp[300], target[512];
+		snprintf(lp, sizeof(lp), "/proc/self/fd/%s", e->d_name);
+		ssize_t len = readlink(lp, target, sizeof(target) - 1);
+		target[len > 0 ? len : 0] = 0;
+		t_fds_seen_add("    fd %s -> %s\n", e->d_name, target);
+	}
 	closedir(d);
+	d = opendir("/proc/self/task");
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char cp[300], comm[64] = "";
+		snprintf(cp, sizeof(cp), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(cp, "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		comm[strcspn(comm, "\n")] = 0;
+		t_fds_seen_add("    thread %s %s\n", e->d_name, comm);
+	}
+	if (d)
+		closedir(d);
 	return n - 1; /* the directory stream itself */
 }
 
-/* Prints this process's open fds and what they point at (for leak reports). */
+/* A descriptor count that differs from `want` is counted again for up to
+ * a second: a leak stays, while a descriptor some other code of the
+ * process (glibc, a driver) holds only for a moment goes.  Returns the
+ * last count; when the difference went away, says so on stderr with what
+ * the first count saw, threads included, so the moment is not lost. */
+static inline int t_fds_settle(int counted, int want)
+{
+	if (counted == want)
+		return counted;
+	static char first[sizeof(t_fds_seen)];
+	memcpy(first, t_fds_seen, sizeof(first));
+	for (int i = 0; i < 200 && counted != want; i++) {
+		usleep(5000);
+		counted = t_count_fds();
+	}
+	if (counted == want)
+		fprintf(stderr, "note: a descriptor count differed for a moment (want %d); the first count saw:\n%s", want,
+			first);
+	return counted;
+}
+
+/* Prints what the last t_count_fds() counted (descriptors and threads)
+ * and the descriptors open now (for leak reports). */
 static inline void t_dump_fds(void)
 {
+	fprintf(stderr, "  at the count:\n%s  now:\n", t_fds_seen);
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 
