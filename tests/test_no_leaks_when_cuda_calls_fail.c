@@ -16,6 +16,7 @@
 #include "fakecuda.h"
 
 #define MAX_NTH 40
+#define SLOW_STREAM_US 2000
 
 /* Driver functions the library resolves (the test's own copies use the
  * synchronous cuMemcpyHtoD_v2/cuMemcpyDtoH_v2, so those are not faulted),
@@ -157,6 +158,13 @@ int main(void)
 		bool pin_register = !strcmp(fn, "cuMemHostRegister_v2");
 		if (pin_register)
 			setenv("OPENCUFILE_STAGING_REGISTER", "1", 1);
+		/* A copy's event is queried first and waited for with
+		 * cuEventSynchronize only if the copy is still running: on an
+		 * idle machine every copy may be done by then.  Slow streams
+		 * keep the copies in flight so that the wait is reached. */
+		bool slow_streams = !strcmp(fn, "cuEventSynchronize");
+		if (slow_streams)
+			fakecuda_set_stream_delay_us(SLOW_STREAM_US);
 		unsigned long max = funcs[i].not_reached ? 1 : MAX_NTH;
 		unsigned long nth;
 		for (nth = 1; nth <= max; nth++) {
@@ -192,6 +200,8 @@ int main(void)
 		session(true);
 		if (pin_register)
 			unsetenv("OPENCUFILE_STAGING_REGISTER");
+		if (slow_streams)
+			fakecuda_set_stream_delay_us(0);
 	}
 	t_mem_free(&dev);
 	return 0;
