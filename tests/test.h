@@ -636,25 +636,23 @@ static inline int t_fds_settle(int counted, int want)
 }
 
 /* Prints what the last t_count_fds() counted (descriptors and threads)
- * and the descriptors open now (for leak reports). */
+ * and what is open now (for leak reports). */
 static inline void t_dump_fds(void)
 {
-	fprintf(stderr, "  at the count:\n%s  now:\n", t_fds_seen);
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
+	fprintf(stderr, "  at the count:\n%s", t_fds_seen);
+	t_count_fds();
+	fprintf(stderr, "  now:\n%s", t_fds_seen);
+}
 
-	if (!d)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		char lp[300], target[512];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(lp, sizeof(lp), "/proc/self/fd/%s", e->d_name);
-		ssize_t n = readlink(lp, target, sizeof(target) - 1);
-		target[n > 0 ? n : 0] = 0;
-		fprintf(stderr, "    fd %s -> %s\n", e->d_name, target);
+/* Fails the test when `counted` descriptors, once settled (t_fds_settle),
+ * are not the `want` open before, listing what was counted. */
+static inline void t_expect_fds(int counted, int want)
+{
+	counted = t_fds_settle(counted, want);
+	if (counted != want) {
+		t_dump_fds();
+		T_FAIL("%d descriptors open, %d before", counted, want);
 	}
-	closedir(d);
 }
 
 /* Registers an fd with cuFile, failing the test on error. */

@@ -359,10 +359,7 @@ static void check_no_leaks(void)
 		return;
 	struct counts now;
 	snap(&now);
-	now.fds = t_fds_settle(now.fds, baseline.fds);
-	if (now.fds != baseline.fds)
-		t_dump_fds();
-	T_EQ(now.fds, baseline.fds);
+	t_expect_fds(now.fds, baseline.fds);
 	T_EQ_U(now.pinned, baseline.pinned);
 	T_EQ_U(now.registrations, baseline.registrations);
 	T_EQ_U(now.streams, baseline.streams);

@@ -30,10 +30,7 @@ static void compare(const struct counts *a, const struct counts *b)
 	T_EQ_U(b->host_reg, a->host_reg);
 	T_EQ_U(b->streams, a->streams);
 	T_EQ_U(b->dev_allocs, a->dev_allocs);
-	if (t_fds_settle(b->fds, a->fds) != a->fds) {
-		t_dump_fds();
-		T_EQ(b->fds, a->fds);
-	}
+	t_expect_fds(b->fds, a->fds);
 }
 
 static void session(const char *path, bool odirect, struct t_mem *dev, struct t_mem *host)

@@ -303,11 +303,7 @@ int main(void)
 	T_CUFILE_OK(cuFileDriverClose());
 	T_EQ(cuFileUseCount(), 0);
 
-	int fds_after = t_fds_settle(t_count_fds(), fds_before);
-	if (fds_after != fds_before) {
-		t_dump_fds();
-		T_FAIL("%d descriptors open before, %d after the driver closed", fds_before, fds_after);
-	}
+	t_expect_fds(t_count_fds(), fds_before);
 #ifdef OPENCUFILE_FAKE_CUDA
 	T_EQ_U(fakecuda_live_streams(), streams0);
 	T_EQ_U(fakecuda_live_pinned_allocations(), pinned0);
