@@ -10,6 +10,9 @@
  *    carried;
  *  - whether two entries in flight at once shared buffer bytes or (on one
  *    file handle) file bytes;
+ *  - how many neighbouring entries of one submit (i, i + 1) were also
+ *    neighbours in the file, in the buffer, or in both (gdsio -R must make
+ *    that rare; the contiguous default makes every pair both);
  *  - the style of every GetStatus: "wait" (min_nr = the handle's entries
  *    outstanding, NULL timeout), "poll" (min_nr 0, zero timeout), "timed"
  *    (min_nr = outstanding, a non-zero timeout) or anything else.
@@ -56,6 +59,7 @@ static unsigned thread_busy[MAX_THREADS]; /* handles in flight per thread */
 static unsigned nthreads, max_thread_busy;
 static unsigned long submits, entries, buffer_overlaps, file_overlaps, stray_events;
 static unsigned long gs_wait, gs_poll, gs_timed, gs_other;
+static unsigned long pairs, file_adjacent, buffer_adjacent, both_adjacent;
 static unsigned max_busy_handles, max_live, max_per_submit;
 
 static struct handle *handle_of(CUfileBatchHandle_t b)
@@ -126,6 +130,12 @@ static int add_entries(CUfileBatchHandle_t b, unsigned n, const CUfileIOParams_t
 				file_overlaps++;
 		}
 		live[nlive++] = e;
+		if (i) {
+			const struct entry *prev = &live[nlive - 2];
+			int fa = e.fh == prev->fh && prev->file_hi == e.file_lo;
+			int ba = prev->buf_hi == e.buf_lo;
+			pairs++, file_adjacent += fa, buffer_adjacent += ba, both_adjacent += fa && ba;
+		}
 	}
 	return 0;
 }
@@ -229,9 +239,11 @@ __attribute__((destructor)) static void spy_report(void)
 		"submits=%lu entries=%lu max_per_submit=%u threads=%u max_batches_in_flight=%u "
 		"max_batches_in_flight_per_thread=%u max_entries_in_flight=%u buffer_overlaps=%lu "
 		"file_overlaps=%lu stray_events=%lu "
-		"getstatus_wait=%lu getstatus_poll=%lu getstatus_timed=%lu getstatus_other=%lu\n",
+		"getstatus_wait=%lu getstatus_poll=%lu getstatus_timed=%lu getstatus_other=%lu "
+		"pairs=%lu file_adjacent=%lu buffer_adjacent=%lu both_adjacent=%lu\n",
 		submits, entries, max_per_submit, nthreads, max_busy_handles, max_thread_busy, max_live,
-		buffer_overlaps, file_overlaps, stray_events, gs_wait, gs_poll, gs_timed, gs_other);
+		buffer_overlaps, file_overlaps, stray_events, gs_wait, gs_poll, gs_timed, gs_other, pairs,
+		file_adjacent, buffer_adjacent, both_adjacent);
 	fclose(f);
 	free(live);
 }

@@ -15,6 +15,10 @@
 #    entries in flight share buffer or file bytes, and GetStatus is called
 #    exactly in the style -W asks: wait (min_nr = outstanding, NULL
 #    timeout), poll (min_nr 0, zero timeout), timed (the default);
+#  - scattered batches (-R, the paged KV-cache shape): neighbouring
+#    entries of a batch are seldom neighbours in the file or in memory
+#    (where the contiguous default makes every pair both), every byte
+#    verified, reads and writes;
 #  - 128 x 1 MiB batches; the latency shape (batches of 8 x 64 KiB), whose
 #    per-batch figures are printed; N threads of plain cuFileRead/Write;
 #  - a wrong byte in the file fails the verified multi-handle read (exit 1,
@@ -143,6 +147,29 @@ run read_4x4x128_wait 0 -f "$W" -s 128M -x 5 -B 128 -H 4 -W wait -i 64K -m "$MEM
 	expect read_4x4x128_wait entries -eq 2048
 	expect read_4x4x128_wait max_batches_in_flight_per_thread -eq 4
 }
+# Contiguous batches: every neighbouring pair of a submit is adjacent in
+# the file and in memory.
+expect read_4x4x128_wait both_adjacent -eq "$(spy pairs)"
+# Scattered (-R): file blocks and pool slots at random permutations; of
+# 2032 neighbouring pairs, about 2 would be neighbours in the file or in
+# memory by chance, none in both; the data is verified.
+scattered() { # name
+	expect "$1" pairs -gt 1000
+	expect "$1" file_adjacent -lt 40
+	expect "$1" buffer_adjacent -lt 40
+	expect "$1" both_adjacent -lt 3
+}
+run read_4x4x128_scattered 0 -f "$W" -s 128M -x 5 -B 128 -H 4 -W wait -R -i 64K -m "$MEM" -N -w 4 -V && {
+	clean read_4x4x128_scattered
+	expect read_4x4x128_scattered entries -eq 2048
+	scattered read_4x4x128_scattered
+}
+run write_4x4x128_scattered 0 -f "$W" -s 128M -I 1 -x 5 -B 128 -H 4 -W poll -R -i 64K -m "$MEM" -N -w 4 -V && {
+	clean write_4x4x128_scattered
+	scattered write_4x4x128_scattered
+}
+run write_scattered_cpu_check 0 -f "$W" -s 128M -x 1 -m 3 -N -w 4 -i 4M -V
+run R_needs_batch 2 -f "$F" -s 1M -x 0 -R
 # Random offsets with several handles: data checked (offsets may repeat).
 run randread_2x4_poll 0 -f "$F" -s 32M -I 2 -x 5 -B 16 -H 4 -W poll -i 64K -m "$MEM" -N -w 2 -V &&
 	style randread_2x4_poll 0 1 0

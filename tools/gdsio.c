@@ -184,6 +184,12 @@ static void usage(FILE *f)
 		   "            timed  min_nr = entries outstanding, 100 ms timeouts up to -t (default)\n"
 		   "            wait   min_nr = entries outstanding, NULL timeout (blocks; no -t)\n"
 		   "            poll   min_nr 0, zero timeout, each handle in turn (never blocks)\n"
+		   "  -R        -x 5: scatter the entries as a paged KV-cache pool does: entry k\n"
+		   "            reads/writes block p(k) of the thread's region of the file (p a\n"
+		   "            random permutation of its IO-size blocks) and uses a slot of the\n"
+		   "            thread's pool of -H x -B buffers taken at random (a fixed random\n"
+		   "            permutation), so that neighbouring entries are neighbours neither\n"
+		   "            in the file nor in memory (default: contiguous on both sides)\n"
 		   "  -t SECS   give up on a batch after SECS without all completions (default 10)\n"
 		   "  -I TYPE   0 read (default), 1 write, 2 random read, 3 random write\n"
 		   "  -T SECS   run for SECS seconds (default: one pass over the data set)\n"
@@ -229,7 +235,7 @@ int main(int argc, char **argv)
 	int opt, batch_opts = 0;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:h")) != -1) {
+	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:Rh")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -338,6 +344,10 @@ int main(int argc, char **argv)
 		case 'v':
 			o.vec = parse_count(optarg, 'v', 1024);
 			break;
+		case 'R':
+			o.scatter = 1;
+			batch_opts = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -372,7 +382,7 @@ int main(int argc, char **argv)
 	if (o.shared && (o.dir || group_mode()))
 		die_usage("-A (one shared buffer) needs -f and a synchronous transfer (-x 0, 1 or 2)");
 	if (batch_opts && o.xfer != X_BATCH)
-		die_usage("-H and -W are for batches (-x 5)");
+		die_usage("-H, -W and -R are for batches (-x 5)");
 	for (int i = 0; i < o.nios; i++)
 		if (o.ios[i] > SIZE_MAX / o.depth / o.batches)
 			die_usage("IO size %zu x -B %u x -H %u does not fit in memory", o.ios[i], o.depth,

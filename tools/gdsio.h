@@ -79,6 +79,7 @@ struct opts {
 	unsigned depth;	  /* -B: operations per async group / batch */
 	unsigned batches; /* -H: batch handles in flight per thread */
 	int wait_style;	  /* -W: enum wait_style */
+	int scatter;	  /* -R: batch entries scattered in the file and in the buffer pool */
 	const char *csv, *svg;
 	int driver_open_runs;
 };

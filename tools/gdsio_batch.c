@@ -4,7 +4,8 @@
  * cuFileReadAsync/cuFileWriteAsync on the worker's stream then one
  * cuStreamSynchronize; -x 5, -B entries in one cuFileBatchIOSubmit on each
  * of the worker's -H batch handles, collected with cuFileBatchIOGetStatus
- * in the -W style until every entry has completed or -t has passed.
+ * in the -W style until every entry has completed or -t has passed; -R
+ * scatters the entries in the file and in the buffer pool (loop_batch).
  *
  * DESIGN: a batch the library does not finish within -t, or that reports an
  * event it was never given, may still be moving data into the worker's
@@ -26,16 +27,16 @@ static unsigned group_size(struct worker *w, uint64_t k)
 	return o.depth;
 }
 
-/* The file offsets of the g ops from op k, whose buffers start at byte `at`
- * of the worker's buffer, one IO size apart; with -V the buffers get the
- * pattern (writes) or poison (reads) first. */
-static int group_prepare(struct worker *w, uint64_t k, unsigned g, size_t at, uint64_t *offs)
+/* The file offsets of the g ops from op k, whose buffers start at the
+ * bytes ats[i] of the worker's buffer; with -V the buffers get the pattern
+ * (writes) or poison (reads) first. */
+static int group_prepare(struct worker *w, uint64_t k, unsigned g, const size_t *ats, uint64_t *offs,
+			 const uint64_t *fperm)
 {
 	size_t io = w->run->io;
 	for (unsigned i = 0; i < g; i++) {
-		offs[i] = op_offset(w, k + i);
-		if (o.verify && (is_write() ? fill_buffer(w, at + i * io, offs[i], io)
-					    : poison_buffer(w, at + i * io, io)))
+		offs[i] = fperm ? w->start + fperm[(k + i) % w->nops] * io : op_offset(w, k + i);
+		if (o.verify && (is_write() ? fill_buffer(w, ats[i], offs[i], io) : poison_buffer(w, ats[i], io)))
 			return -1;
 	}
 	return 0;
@@ -43,7 +44,8 @@ static int group_prepare(struct worker *w, uint64_t k, unsigned g, size_t at, ui
 
 /* After a group: count the ops that moved all their bytes and check them
  * (-V).  Returns how many did, or -1 when one holds the wrong data. */
-static int group_finish(struct worker *w, unsigned g, size_t at, const uint64_t *offs, const ssize_t *rets)
+static int group_finish(struct worker *w, unsigned g, const size_t *ats, const uint64_t *offs,
+			const ssize_t *rets)
 {
 	size_t io = w->run->io;
 	unsigned good = 0;
@@ -54,7 +56,7 @@ static int group_finish(struct worker *w, unsigned g, size_t at, const uint64_t 
 	if (o.verify)
 		for (unsigned i = 0; i < g; i++)
 			if (rets[i] == (ssize_t)io && (is_write() ? verify_write(w, offs[i], io)
-								  : verify_read(w, at + i * io, offs[i], io)))
+								  : verify_read(w, ats[i], offs[i], io)))
 				return -1;
 	return (int)good;
 }
@@ -69,16 +71,19 @@ static void loop_async(struct worker *w)
 	off_t *foffs = calloc(depth, sizeof(*foffs)), *boffs = calloc(depth, sizeof(*boffs));
 	ssize_t *rets = calloc(depth, sizeof(*rets));
 	uint64_t *offs = calloc(depth, sizeof(*offs));
+	size_t *ats = calloc(depth, sizeof(*ats));
 	char eb[160];
 	double t = 0;
 	int first = 1;
-	if (!sizes || !foffs || !boffs || !rets || !offs) {
+	if (!sizes || !foffs || !boffs || !rets || !offs || !ats) {
 		worker_fail(w, ST_SETUP, "out of memory");
 		goto out;
 	}
+	for (unsigned i = 0; i < depth; i++)
+		ats[i] = i * io;
 	for (uint64_t k = 0; keep_going(w, k, t);) {
 		unsigned g = group_size(w, k);
-		if (group_prepare(w, k, g, 0, offs))
+		if (group_prepare(w, k, g, ats, offs, NULL))
 			goto out;
 		uint64_t t0 = now_ns();
 		unsigned queued = 0;
@@ -124,19 +129,19 @@ static void loop_async(struct worker *w)
 					? "result never written"
 					: io_ret_str(rets[first_bad], 0, eb, sizeof(eb)));
 		first = 0;
-		if (group_finish(w, g, 0, offs, rets) < (int)g)
+		if (group_finish(w, g, ats, offs, rets) < (int)g)
 			goto out;
 		k += g;
 		t = (double)now_ns() * 1e-9;
 	}
 out:
-	free(sizes), free(foffs), free(boffs), free(rets), free(offs);
+	free(sizes), free(foffs), free(boffs), free(rets), free(offs), free(ats);
 }
 
 /* -x 5: one batch handle of the worker and the group it has in flight. */
 struct slot {
 	CUfileBatchHandle_t batch;
-	size_t at;	 /* byte of the worker's buffer where its entries' buffers start */
+	size_t *ats;	 /* byte of the worker's buffer where each entry's buffer starts */
 	unsigned n, got; /* entries submitted (0: idle), events collected */
 	uint64_t t0;	 /* ns, just before cuFileBatchIOSubmit */
 	uint64_t *offs;
@@ -145,14 +150,14 @@ struct slot {
 };
 
 /* Submit the group that starts at op k on slot s.  Entry i moves one IO
- * size between file offset offs[i] and buffer byte s->at + i * io: every
- * entry in flight has its own buffer and, in one pass, its own offset. */
-static int batch_submit(struct worker *w, struct slot *s, uint64_t k, int first)
+ * size between file offset offs[i] and buffer byte s->ats[i]: every entry
+ * in flight has its own buffer and, in one pass, its own offset. */
+static int batch_submit(struct worker *w, struct slot *s, uint64_t k, int first, const uint64_t *fperm)
 {
 	size_t io = w->run->io;
 	unsigned g = group_size(w, k);
 	char eb[160];
-	if (group_prepare(w, k, g, s->at, s->offs))
+	if (group_prepare(w, k, g, s->ats, s->offs, fperm))
 		return -1;
 	for (unsigned i = 0; i < g; i++) {
 		CUfileIOParams_t *p = &s->params[i];
@@ -160,7 +165,7 @@ static int batch_submit(struct worker *w, struct slot *s, uint64_t k, int first)
 		p->mode = CUFILE_BATCH;
 		p->u.batch.devPtr_base = w->buf.ptr;
 		p->u.batch.file_offset = (off_t)s->offs[i];
-		p->u.batch.devPtr_offset = (off_t)(s->at + i * io);
+		p->u.batch.devPtr_offset = (off_t)s->ats[i];
 		p->u.batch.size = io;
 		p->fh = w->fh;
 		p->opcode = is_write() ? CUFILE_WRITE : CUFILE_READ;
@@ -228,6 +233,21 @@ abandon:
 	return -1;
 }
 
+/* A random permutation of 0..n-1 (Fisher-Yates on the worker's generator). */
+static uint64_t *permutation(struct worker *w, uint64_t n)
+{
+	uint64_t *p = malloc(n * sizeof(*p));
+	if (!p)
+		return NULL;
+	for (uint64_t i = 0; i < n; i++)
+		p[i] = i;
+	for (uint64_t i = n - 1; i > 0; i--) {
+		uint64_t j = rng_next(&w->rng) % (i + 1), t = p[i];
+		p[i] = p[j], p[j] = t;
+	}
+	return p;
+}
+
 /* -x 5: the worker's -H batch handles each carry a group of -B entries.
  * All are submitted, then collected in turn; a handle whose entries have
  * all completed is checked and submitted again at once, so -H groups stay
@@ -235,31 +255,50 @@ abandon:
  * its group is complete; the poll style asks each handle once (min_nr 0,
  * zero timeout) and moves on.  After a failure no group is submitted, but
  * those in flight are still collected, so that nothing is left moving
- * data into the buffers when they are freed. */
+ * data into the buffers when they are freed.
+ *
+ * The worker's buffer is a pool of -H x -B slots of one IO size.  By
+ * default handle h's entry i uses slot h * -B + i and the ops follow each
+ * other in the file, so neighbouring entries are neighbours on both sides
+ * (a library may merge them into one copy).  With -R (a paged KV-cache
+ * pool) entry i of handle h uses slot q(h * -B + i), q a random
+ * permutation of the pool fixed for the run, and op k reads or writes the
+ * block p(k) of the thread's region, p a random permutation of its blocks. */
 static void loop_batch(struct worker *w)
 {
 	size_t io = w->run->io;
 	unsigned nslots = w->nbatch, depth = o.depth, active = 0;
 	struct slot *slots = calloc(nslots, sizeof(*slots));
 	CUfileIOEvents_t *events = calloc(depth, sizeof(*events));
+	uint64_t *fperm = NULL, *mperm = NULL;
 	uint64_t k = 0;
 	if (!slots || !events) {
 		worker_fail(w, ST_SETUP, "out of memory");
 		goto out;
 	}
+	if (o.scatter && (!(fperm = permutation(w, w->nops)) ||
+			  !(mperm = permutation(w, (uint64_t)nslots * depth)))) {
+		worker_fail(w, ST_SETUP, "out of memory");
+		goto out;
+	}
 	for (unsigned i = 0; i < nslots; i++) {
 		struct slot *s = &slots[i];
-		s->batch = w->batch[i], s->at = (size_t)i * depth * io;
+		s->batch = w->batch[i];
+		s->ats = calloc(depth, sizeof(*s->ats));
 		s->offs = calloc(depth, sizeof(*s->offs));
 		s->rets = calloc(depth, sizeof(*s->rets));
 		s->params = calloc(depth, sizeof(*s->params));
-		if (!s->offs || !s->rets || !s->params) {
+		if (!s->ats || !s->offs || !s->rets || !s->params) {
 			worker_fail(w, ST_SETUP, "out of memory");
 			goto out;
 		}
+		for (unsigned j = 0; j < depth; j++) {
+			uint64_t slot = (uint64_t)i * depth + j;
+			s->ats[j] = (size_t)(mperm ? mperm[slot] : slot) * io;
+		}
 	}
 	for (unsigned i = 0; i < nslots && keep_going(w, k, now()); i++) {
-		if (batch_submit(w, &slots[i], k, i == 0))
+		if (batch_submit(w, &slots[i], k, i == 0, fperm))
 			break;
 		k += slots[i].n, active++;
 	}
@@ -276,16 +315,16 @@ static void loop_batch(struct worker *w)
 				continue;
 			unsigned n = s->n;
 			s->n = 0, active--;
-			if (group_finish(w, n, s->at, s->offs, s->rets) < (int)n)
+			if (group_finish(w, n, s->ats, s->offs, s->rets) < (int)n)
 				continue;
-			if (keep_going(w, k, now()) && !batch_submit(w, s, k, 0))
+			if (keep_going(w, k, now()) && !batch_submit(w, s, k, 0, fperm))
 				k += s->n, active++;
 		}
 	}
 out:
 	for (unsigned i = 0; slots && i < nslots; i++)
-		free(slots[i].offs), free(slots[i].rets), free(slots[i].params);
-	free(slots), free(events);
+		free(slots[i].ats), free(slots[i].offs), free(slots[i].rets), free(slots[i].params);
+	free(slots), free(events), free(fperm), free(mperm);
 }
 
 void loop_group(struct worker *w)
