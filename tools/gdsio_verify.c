@@ -51,8 +51,18 @@ int poison_buffer(struct worker *w, size_t at, size_t len)
 	}
 	CUresult r =
 	    cu.MemsetD8 ? cu.MemsetD8((CUdeviceptr)(uintptr_t)w->buf.ptr + at, POISON, len) : CUDA_SUCCESS;
-	if (r)
+	if (r) {
 		worker_fail(w, ST_SETUP, "cuMemsetD8: %s", cuda_dl_errstr(&cu, r));
+		return -1;
+	}
+	/* A memset of device memory returns before it has run: it is queued
+	 * on the legacy stream.  cuFile I/O is ordered with no stream, and a
+	 * library that copies on a non-blocking stream can land the read's
+	 * bytes first, which the late memset then overwrites with poison.
+	 * Wait until it has run. */
+	r = cu.MemsetD8 ? cu.StreamSynchronize(NULL) : CUDA_SUCCESS;
+	if (r)
+		worker_fail(w, ST_SETUP, "cuStreamSynchronize: %s", cuda_dl_errstr(&cu, r));
 	return r ? -1 : 0;
 }
 
