@@ -257,14 +257,15 @@ static double kvcopy(int h2d, size_t block, int threads)
 	return atomic_load(&j.err) ? 0 : (double)atomic_load(&j.bytes) / dt / 1e9;
 }
 
-/* The ceilings of the KV-cache rows: pinned copies of 64 KiB and 1 MiB
- * blocks, host to GPU and back, the best of 1, 4 and 16 threads each with
- * its own stream. */
+/* The ceilings of the KV-cache rows and of small calls: separate pinned
+ * copies of 64 KiB, 256 KiB and 1 MiB blocks, host to GPU and back, the
+ * best of 1, 4 and 16 threads each with its own stream. */
 static void test_kvcopy(void)
 {
-	static const size_t blocks[] = {64 << 10, 1 << 20};
+	static const size_t blocks[] = {64 << 10, 256 << 10, 1 << 20};
+	static const char *const bname[] = {"64KiB", "256KiB", "1MiB"};
 	static const int counts[] = {1, 4, 16};
-	for (int b = 0; b < 2; b++)
+	for (int b = 0; b < 3; b++)
 		for (int h2d = 1; h2d >= 0; h2d--) {
 			double best = 0;
 			int at = 0;
@@ -276,7 +277,7 @@ static void test_kvcopy(void)
 				}
 			}
 			char name[64];
-			snprintf(name, sizeof(name), "%s_pinned_%s_best", h2d ? "h2d" : "d2h", b ? "1MiB" : "64KiB");
+			snprintf(name, sizeof(name), "%s_pinned_%s_best", h2d ? "h2d" : "d2h", bname[b]);
 			ceiling(name, best, "GB/s");
 			printf("# %s: best with %d thread(s)\n", name, at);
 		}
