@@ -27,7 +27,7 @@
 
 #include "api.h"
 #include "buffer.h"
-#include "engine.h"
+#include "request.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -130,7 +130,7 @@ static ssize_t plan_run(struct vec_plan *p, struct ocf_handle *h, off_t off, boo
 			io.segs = &p->segs[a];
 			io.nsegs = b - a;
 		}
-		ssize_t r = write ? ocf_engine->write(&io) : ocf_engine->read(&io);
+		ssize_t r = request_engine(&io, write);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 		done += (size_t)r;

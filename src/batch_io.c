@@ -87,13 +87,10 @@ static void finish(struct bio_worker *w, struct bio_item *it, ssize_t result)
 	it->result = result;
 	if (result > 0)
 		prof_bytes((size_t)result);
-	if (it->owns_handle) {
-		handle_put(it->io.h);
-		it->owns_handle = false;
-	}
-	if (result < 0)
-		request_log_failure(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write,
-				    result);
+	/* Counted by the batch counters, not as a read or write (t0 0). */
+	request_done(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write, 0, result, &it->io,
+		     it->owns_handle);
+	it->owns_handle = false;
 	it->next = NULL;
 	if (w->done_tail)
 		w->done_tail->next = it;
@@ -434,7 +431,7 @@ void bio_add(struct bio_worker *w, struct bio_item *it)
 		/* The synchronous engine, with no lane held here (it may need
 		 * one of the same pool). */
 		drain(w);
-		r = it->write ? ocf_engine->write(&it->io) : ocf_engine->read(&it->io);
+		r = request_engine(&it->io, it->write);
 		finish(w, it, r);
 		flush_done(w);
 		return;

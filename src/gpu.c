@@ -1,18 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gpu.c - per-GPU contexts and staging buffer pools.
+ * gpu.c - per-GPU contexts, staging memory and the waits for its copies.
  *
  * DESIGN: every byte that moves between a file and GPU memory passes through
- * staging buffers: page-aligned, pinned host memory (cuMemHostAlloc,
- * PORTABLE so any context may copy from it).  They are handed out as lanes:
- * OCF_LANE_DEPTH buffers, one (blocking) stream of the GPU's primary
- * context and one event per buffer, everything one thread needs to keep the
- * file and the copy engine busy at once.  Lanes are created on demand up to
- * a bound derived from the staging budget, so pinned memory use is bounded;
- * a caller that finds none free waits for one (engine helpers do not wait,
- * they leave the work to the caller).  Lanes are kept until the driver
- * closes, because pinning is expensive.  A second pool of plain aligned
- * host memory serves O_DIRECT I/O on host buffers.
+ * staging buffers: page-aligned, pinned host memory.  They are handed out as
+ * lanes: OCF_LANE_DEPTH buffers, a stream pair of the GPU's primary context
+ * (blocking and non-blocking) and two events per buffer (one slept for, one
+ * polled), everything one thread needs to keep the file and the copy engine
+ * busy at once.
+ *
+ * Staging memory: a GPU pool's lanes are carved out of arenas, large blocks
+ * pinned at once (cuMemHostAlloc; or, where the GPU has a NUMA node, mapped,
+ * placed on it and registered: pin_arena says why), since pinning one large
+ * block costs far less than pinning many small ones.  All the lanes of a
+ * GPU are made by gpu_bringup before anything asynchronous can be queued on
+ * it, up to a bound derived from the staging budget (pool_init), so pinned
+ * memory use is bounded; they are kept until the driver closes.  A second
+ * pool of plain aligned host memory (host_staging) serves O_DIRECT I/O on
+ * host buffers; its lanes are made on demand.
+ *
+ * Taking a lane: pool_get waits for one (take_lane; take_host_lane for the
+ * host pool), pool_try_get does not: engine helpers that find none leave the
+ * work to the caller, so they never wait on a caller holding lanes.
+ *
+ * Waiting for copies (gpu_event_wait): a copy of up to 1 MiB is polled, a
+ * longer one slept for in the driver - nobody spins on a copy that takes
+ * milliseconds, nobody sleeps on one that takes microseconds (the comment
+ * above ev_mode has the measurements).
  */
 #define _GNU_SOURCE
 #include "gpu.h"
@@ -48,7 +62,7 @@ static struct ocf_gpu *gpus[OCF_MAX_GPUS];
  * are, gpu_prepare_async needs no pointer query at all. */
 static int up_gpus;
 
-static struct ocf_pool hpool;
+static struct ocf_pool host_staging;
 static bool host_pool_ready;
 
 static size_t buf_bytes(const struct ocf_pool *p)
@@ -411,7 +425,7 @@ fail:
 }
 
 /* A lane of a host pool: plain memory, no CUDA call, made on demand. */
-static int host_pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
+static int take_host_lane(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 {
 	bool create_failed = false;
 	pthread_mutex_lock(&p->lock);
@@ -461,10 +475,10 @@ static int host_pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
  * thread serving I/O may be that thread, and no thread of the library may
  * do it in the background at a moment nobody controls.  Callers wait for a
  * lane to come back; helpers leave the work to the others. */
-static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
+static int take_lane(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 {
 	if (!p->gpu)
-		return host_pool_take(p, out, wait);
+		return take_host_lane(p, out, wait);
 	if (!__atomic_load_n(&p->gpu->up, __ATOMIC_ACQUIRE)) {
 		int r = gpu_bringup(p->gpu);
 		if (r)
@@ -505,9 +519,9 @@ static int pool_take(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 	return ret;
 }
 
-int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, true); }
+int pool_get(struct ocf_pool *p, struct ocf_lane **out) { return take_lane(p, out, true); }
 
-int pool_try_get(struct ocf_pool *p, struct ocf_lane **out) { return pool_take(p, out, false); }
+int pool_try_get(struct ocf_pool *p, struct ocf_lane **out) { return take_lane(p, out, false); }
 
 void pool_discard(struct ocf_lane *l)
 {
@@ -625,11 +639,11 @@ struct ocf_pool *host_pool(void)
 {
 	pthread_mutex_lock(&gpu_lock);
 	if (!host_pool_ready) {
-		pool_init(&hpool, NULL);
+		pool_init(&host_staging, NULL);
 		host_pool_ready = true;
 	}
 	pthread_mutex_unlock(&gpu_lock);
-	return &hpool;
+	return &host_staging;
 }
 
 void gpu_teardown_all(void)
@@ -651,17 +665,10 @@ void gpu_teardown_all(void)
 	}
 	__atomic_store_n(&up_gpus, 0, __ATOMIC_RELEASE);
 	if (host_pool_ready) {
-		pool_destroy(&hpool);
+		pool_destroy(&host_staging);
 		host_pool_ready = false;
 	}
 	pthread_mutex_unlock(&gpu_lock);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* How a wait for a staging copy waits.  The rule: nobody spins on a copy
@@ -714,15 +721,6 @@ static size_t spin_bytes(void)
 	return cur;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* Polling budget for a copy of `bytes`: its transfer at 10 GB/s (a
  * conservative share of PCIe) plus 30 us of latency. */
 static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 10; }
@@ -750,13 +748,13 @@ CUresult gpu_event_wait(CUevent ev, size_t bytes)
 		 * poll for about its transfer time, then, should it be held up
 		 * (queued behind other work), keep polling with sleeps that
 		 * double up to 1 ms rather than spin in the driver. */
-		uint64_t start = now_ns(), budget = spin_budget_ns(bytes);
+		uint64_t start = ocf_now_ns(), budget = spin_budget_ns(bytes);
 		how = PROF_WAIT_SPIN;
 		do {
 			for (int i = 0; i < 8; i++)
-				cpu_relax();
+				ocf_cpu_relax();
 			r = ocf_cu.EventQuery(ev);
-		} while (r == CUDA_ERROR_NOT_READY && now_ns() - start < budget);
+		} while (r == CUDA_ERROR_NOT_READY && ocf_now_ns() - start < budget);
 		for (long ns = 20000; r == CUDA_ERROR_NOT_READY; ns = ns < 1000000 ? ns * 2 : ns) {
 			how = PROF_WAIT_SLEEP;
 			struct timespec ts = {0, ns};

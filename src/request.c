@@ -119,12 +119,23 @@ void request_log_failure(CUfileHandle_t fh, const void *base, size_t size, off_t
 		  ocf_is_cufile_err(ret) ? cufileop_status_error((CUfileOpError)-ret) : strerror((int)-ret));
 }
 
+ssize_t request_engine(const struct ocf_io *io, bool write)
+{
+	return write ? ocf_engine->write(io) : ocf_engine->read(io);
+}
+
 ssize_t request_run(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
 		    bool write, uint64_t t0, ssize_t prep, struct ocf_io *io, bool owns_handle)
 {
 	ssize_t ret = prep;
 	if (ret == 0 && size > 0)
-		ret = write ? ocf_engine->write(io) : ocf_engine->read(io);
+		ret = request_engine(io, write);
+	return request_done(fh, base, size, file_offset, buf_offset, write, t0, ret, io, owns_handle);
+}
+
+ssize_t request_done(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
+		     bool write, uint64_t t0, ssize_t ret, struct ocf_io *io, bool owns_handle)
+{
 	if (owns_handle)
 		handle_put(io->h);
 	if (t0) {

@@ -55,6 +55,16 @@ ssize_t request_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t 
  * and drops the handle it owns.  The caller is inside the driver gate. */
 ssize_t request_run(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
 		    bool write, uint64_t t0, ssize_t prep, struct ocf_io *io, bool owns_handle);
+/* Runs a resolved request through the engine: bytes moved, or an internal
+ * error.  The one place the layers above the data path call the engine
+ * (request_run, batch entries, the runs of a vector). */
+ssize_t request_engine(const struct ocf_io *io, bool write);
+/* The tail every single-range request shares once its result is known:
+ * drops the handle it owns, counts it when t0 is a statistics start time
+ * (0: not counted; batch entries are counted by the batch counters), and
+ * logs a failure.  Returns ret. */
+ssize_t request_done(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
+		     bool write, uint64_t t0, ssize_t ret, struct ocf_io *io, bool owns_handle);
 /* Logs a failed read or write the way cuFileRead/cuFileWrite do. */
 void request_log_failure(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset,
 			 off_t buf_offset, bool write, ssize_t ret);
