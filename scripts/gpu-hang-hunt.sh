@@ -20,6 +20,11 @@
 #             from 4 threads (gdsio -x 5 -H 4), reads then writes, reaped
 #             with GetStatus(nr, NULL), data verified, HUNT_N_KV times (10)
 #   kv16p     the same, polled (min_nr 0, zero timeout)
+#   stripe    the striped path of device reads (stripe.c: helpers wait for
+#             buffers, the caller for stripes, on futex words): 1 thread x
+#             1 MiB at random offsets, 6 threads x 3 MiB, 2 threads x 5 MiB
+#             through an O_DIRECT handle into unregistered memory, 1 s each,
+#             data verified, HUNT_N_STRIPE times (10)
 #   exit      the exit-with-I/O-in-flight test with statistics at level 3,
 #             HUNT_N_EXIT times (10)
 #   fork      the fork test, likewise
@@ -43,7 +48,7 @@ SCR=${GPU_SCRATCH:-$PWD/gpu-scratch}/hunt
 TABLE=$SCR/hunt-table.txt
 LIMIT=${HUNT_LIMIT:-60}
 BUDGET=${HUNT_BUDGET:-420}
-STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p exit fork}
+STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p stripe exit fork}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 T0=$SECONDS
 mkdir -p "$SCR"
@@ -136,7 +141,7 @@ step stress "${HUNT_N_STRESS:-10}" env OCF_STRESS_SECONDS=6 "$STRESS"
 
 DATA=$SCR/hunt.dat
 SIZE=${HUNT_SIZE:-4G}
-case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "* | *" kv16"*)
+case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "* | *" kv16"* | *" stripe "*)
 	if [ ! -e "$DATA" ]; then
 		env LD_PRELOAD="$LIB" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$LOG" 2>&1
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$LOG" 2>&1
@@ -159,6 +164,12 @@ kv16() {
 }
 step kv16 "${HUNT_N_KV:-10}" kv16 wait
 step kv16p "${HUNT_N_KV:-10}" kv16 poll
+stripe() {
+	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 1M -I 2 -s 1G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 6 -i 3M -s "$SIZE" -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 2 -i 5M -s 2G -T 1 -V
+}
+step stripe "${HUNT_N_STRIPE:-10}" stripe
 
 # Statistics at level 3 (NVIDIA's library is known to crash at exit there).
 printf '{ "profile": { "cufile_stats": 3 } }\n' >"$SCR/stats3.json"

@@ -49,48 +49,22 @@
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
+#include "job.h"
 #include "log.h"
 #include "profile.h"
+#include "stripe.h"
 #include "uring.h"
 #include "watchdog.h"
 
 const struct ocf_engine_ops *ocf_engine = &ocf_engine_parallel;
 
-struct request {
-	const struct ocf_io *io;
-	bool write;
-	struct ocf_pool *pool;
-	size_t chunk; /* chunk size */
-	size_t skew0; /* off % alignment: chunk 0 is that much shorter */
-	size_t nchunks;
-	bool nonblocking;		 /* submitted by the executor: copy on non-blocking streams */
-	const struct ocf_ringplan *plan; /* a stream operation's ring (no CUDA here) */
-	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
-	 * indices; the data each chunk touches is disjoint. */
-	atomic_size_t next;
-	/* Chunks >= stop are not started.  Relaxed is enough: it is an
-	 * optimisation for claiming; the result is computed under `lock`. */
-	atomic_size_t stop;
-
-	pthread_mutex_t lock; /* protects the fields below */
-	pthread_cond_t cv;    /* signalled when active drops to zero */
-	int active;	      /* helpers working on the request */
-	size_t err_idx;	      /* first chunk that failed (nchunks: none) */
-	long err;
-	size_t short_idx; /* first chunk that was short (nchunks: none) */
-	size_t short_got;
-
-	/* Protected by the pool's queue lock. */
-	int helpers_wanted;
-	struct request *qnext;
-};
 
 /* ------------------------------------------------------------ worker pool */
 
 /* q_lock protects queue, nworkers, running, shutting_down. */
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static struct request *queue;
+static struct ocf_job *queue;
 static pthread_t *workers;
 static int nworkers;
 static size_t min_chunk_bytes; /* set by pool_start, read by submitters after it */
@@ -126,7 +100,7 @@ void engine_thread_no_cuda(bool on)
 	no_cuda = on;
 }
 
-static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper);
+static bool run_job(struct ocf_job *job, struct ocf_lane *lane, bool helper);
 
 /* Returns a lane after use; one whose stream could not be drained is
  * destroyed rather than handed to the next request. */
@@ -147,32 +121,34 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&q_cv, &q_lock);
 		if (shutting_down)
 			break;
-		struct request *rq = queue;
-		if (--rq->helpers_wanted == 0)
-			queue = rq->qnext;
+		struct ocf_job *job = queue;
+		if (--job->helpers_wanted == 0)
+			queue = job->qnext;
 		/* Joining under q_lock: the caller removes the request from the
 		 * queue under q_lock before it waits for active == 0, so it
 		 * cannot miss this helper. */
-		pthread_mutex_lock(&rq->lock);
-		rq->active++;
-		pthread_mutex_unlock(&rq->lock);
+		pthread_mutex_lock(&job->lock);
+		job->active++;
+		pthread_mutex_unlock(&job->lock);
 		pthread_mutex_unlock(&q_lock);
 
 		prof_begin(PROF_ENGINE);
 		atomic_fetch_add_explicit(&participants, 1, memory_order_relaxed);
 		struct ocf_lane *lane = NULL;
-		if (!rq->pool) {
-			run_request(rq, NULL, true);
-		} else if (pool_try_get(rq->pool, &lane) == 0) {
-			lane_release(lane, run_request(rq, lane, true));
+		if (job->striped) {
+			stripe_run_helper(job); /* no lane: it reads into the caller's */
+		} else if (!job->pool) {
+			run_job(job, NULL, true);
+		} else if (pool_try_get(job->pool, &lane) == 0) {
+			lane_release(lane, run_job(job, lane, true));
 		}
 		atomic_fetch_sub_explicit(&participants, 1, memory_order_relaxed);
 		prof_end();
 
-		pthread_mutex_lock(&rq->lock);
-		if (--rq->active == 0)
-			pthread_cond_broadcast(&rq->cv);
-		pthread_mutex_unlock(&rq->lock);
+		pthread_mutex_lock(&job->lock);
+		if (--job->active == 0)
+			pthread_cond_broadcast(&job->cv);
+		pthread_mutex_unlock(&job->lock);
 		pthread_mutex_lock(&q_lock);
 	}
 	pthread_mutex_unlock(&q_lock);
@@ -280,58 +256,6 @@ static void engine_shutdown(void)
 
 /* ------------------------------------------------------------- chunking */
 
-static size_t chunk_start(const struct request *rq, size_t i)
-{
-	return ocf_chunk_start(rq->chunk, rq->skew0, i);
-}
-
-static size_t chunk_len(const struct request *rq, size_t i)
-{
-	return ocf_chunk_len(rq->chunk, rq->skew0, rq->io->len, i);
-}
-
-static void stop_at(struct request *rq, size_t idx)
-{
-	size_t cur = atomic_load_explicit(&rq->stop, memory_order_relaxed);
-	while (idx < cur && !atomic_compare_exchange_weak_explicit(&rq->stop, &cur, idx, memory_order_relaxed,
-								   memory_order_relaxed))
-		;
-}
-
-static void record_error(struct request *rq, size_t idx, long err)
-{
-	pthread_mutex_lock(&rq->lock);
-	if (idx < rq->err_idx) {
-		rq->err_idx = idx;
-		rq->err = err;
-	}
-	pthread_mutex_unlock(&rq->lock);
-	stop_at(rq, idx);
-}
-
-static void record_short(struct request *rq, size_t idx, size_t got)
-{
-	pthread_mutex_lock(&rq->lock);
-	if (idx < rq->short_idx) {
-		rq->short_idx = idx;
-		rq->short_got = got;
-	}
-	pthread_mutex_unlock(&rq->lock);
-	stop_at(rq, idx + 1);
-}
-
-/* Claims the next chunk; false when none is left to start.  A ring request
- * hands out every chunk, also those past a failure: each must be signalled
- * to the stream waiting for it. */
-static bool claim(struct request *rq, size_t *idx)
-{
-	size_t i = atomic_fetch_add_explicit(&rq->next, 1, memory_order_relaxed);
-	if (i >= rq->nchunks || (!rq->plan && i >= atomic_load_explicit(&rq->stop, memory_order_relaxed)))
-		return false;
-	*idx = i;
-	return true;
-}
-
 /* ---------------------------------------------------------- participants */
 
 static long cuda_fail(const char *what, CUresult r)
@@ -393,9 +317,9 @@ static void host_vec_copy(const struct ocf_io *io, size_t at, char *buf, size_t 
 /* preadv/pwritev of bytes [at, at+n) of a vectored host request at file
  * offset off, on a buffered descriptor.  Returns the bytes moved (short
  * only at end of file), or -errno when nothing was. */
-static ssize_t host_vec_syscalls(const struct request *rq, size_t at, size_t n, off_t off)
+static ssize_t host_vec_syscalls(const struct ocf_job *job, size_t at, size_t n, off_t off)
 {
-	const struct ocf_io *io = rq->io;
+	const struct ocf_io *io = job->io;
 	struct iovec iov[VEC_IOV_MAX];
 	size_t done = 0;
 	while (done < n) {
@@ -407,14 +331,14 @@ static ssize_t host_vec_syscalls(const struct request *rq, size_t at, size_t n, 
 			iov[cnt++] = (struct iovec){(void *)p, k};
 			want += k;
 		}
-		ssize_t r = rq->write ? pwritev(io->h->fd, iov, cnt, off + (off_t)done)
+		ssize_t r = job->write ? pwritev(io->h->fd, iov, cnt, off + (off_t)done)
 				      : preadv(io->h->fd, iov, cnt, off + (off_t)done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return done ? (ssize_t)done : -errno;
 		if (r == 0) {
-			if (rq->write)
+			if (job->write)
 				return done ? (ssize_t)done : -EIO;
 			break;
 		}
@@ -426,10 +350,10 @@ static ssize_t host_vec_syscalls(const struct request *rq, size_t at, size_t n, 
 /* Bytes [at, at+n) of a vectored host request through the lane's staging
  * buffer (O_DIRECT descriptors, userspace file systems): one file transfer
  * per staging chunk.  Returns as host_vec_syscalls. */
-static ssize_t host_vec_staged(const struct request *rq, struct ocf_lane *lane, size_t at, size_t n,
+static ssize_t host_vec_staged(const struct ocf_job *job, struct ocf_lane *lane, size_t at, size_t n,
 			       off_t off)
 {
-	const struct ocf_io *io = rq->io;
+	const struct ocf_io *io = job->io;
 	struct ocf_slot *sl = &lane->bufs[0];
 	size_t done = 0;
 	while (done < n) {
@@ -437,7 +361,7 @@ static ssize_t host_vec_staged(const struct request *rq, struct ocf_lane *lane, 
 		off_t o = off + (off_t)done;
 		char *stage = sl->buf + fio_stage_skew(io->h, o);
 		ssize_t r;
-		if (!rq->write) {
+		if (!job->write) {
 			r = fio_read_staged(io->h, sl, o, k);
 			if (r > 0)
 				host_vec_copy(io, at + done, stage, (size_t)r, true);
@@ -479,20 +403,20 @@ static CUresult dev_copy(const struct ocf_io *io, bool to_dev, size_t at, char *
 	return CUDA_SUCCESS;
 }
 
-static void host_chunks(struct request *rq, struct ocf_lane *lane)
+static void host_chunks(struct ocf_job *job, struct ocf_lane *lane)
 {
-	const struct ocf_io *io = rq->io;
+	const struct ocf_io *io = job->io;
 	size_t idx;
-	while (claim(rq, &idx)) {
-		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+	while (job_claim(job, &idx)) {
+		size_t at = job_chunk_start(job, idx), n = job_chunk_len(job, idx);
 		off_t off = io->off + (off_t)at;
 		char *mem = io->segs ? NULL : io->t.host + at;
 		ssize_t r;
 		uint64_t t0 = prof_now();
 		if (io->segs) {
-			r = host_vec_needs_stage(io) ? host_vec_staged(rq, lane, at, n, off)
-						     : host_vec_syscalls(rq, at, n, off);
-		} else if (!rq->write) {
+			r = host_vec_needs_stage(io) ? host_vec_staged(job, lane, at, n, off)
+						     : host_vec_syscalls(job, at, n, off);
+		} else if (!job->write) {
 			r = fio_read(io->h, mem, n, off, lane ? &lane->bufs[0] : NULL);
 		} else if (fio_direct_compatible(io->h, mem, off)) {
 			r = fio_write(io->h, mem, n, off, NULL);
@@ -505,11 +429,11 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 		if (r > 0)
 			prof_bytes((size_t)r);
 		if (r < 0) {
-			record_error(rq, idx, r);
+			job_record_error(job, idx, r);
 			return;
 		}
 		if ((size_t)r < n) {
-			record_short(rq, idx, (size_t)r);
+			job_record_short(job, idx, (size_t)r);
 			return;
 		}
 	}
@@ -517,9 +441,9 @@ static void host_chunks(struct request *rq, struct ocf_lane *lane)
 
 /* The stream a participant copies on: the request decides, so that engine
  * helpers serving an executor's request also avoid the legacy stream. */
-static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lane)
+static CUstream lane_stream(const struct ocf_job *job, const struct ocf_lane *lane)
 {
-	return rq->nonblocking ? lane->nb_stream : lane->stream;
+	return job->nonblocking ? lane->nb_stream : lane->stream;
 }
 
 /* Copies a chunk between buffer j of the lane and the device.  Memory of
@@ -532,11 +456,11 @@ static CUstream lane_stream(const struct request *rq, const struct ocf_lane *lan
  * cuStreamSynchronize, which holds no lock of the driver while it waits:
  * a synchronous cuMemcpyHtoD/DtoH to pinned memory keeps the context's
  * lock until the copy is done (docs/reliability.md, "Hangs", cause 4). */
-static CUresult chunk_copy(const struct request *rq, struct ocf_lane *lane, int j, bool to_dev, size_t at,
+static CUresult chunk_copy(const struct ocf_job *job, struct ocf_lane *lane, int j, bool to_dev, size_t at,
 			   char *host, size_t n, CUevent *ev)
 {
-	const struct ocf_io *io = rq->io;
-	CUstream stream = io->t.use_stream ? lane_stream(rq, lane) : CU_STREAM_LEGACY;
+	const struct ocf_io *io = job->io;
+	CUstream stream = io->t.use_stream ? lane_stream(job, lane) : CU_STREAM_LEGACY;
 	uint64_t t0 = prof_now();
 	CUresult r = dev_copy(io, to_dev, at, host, n, stream);
 	if (r != CUDA_SUCCESS)
@@ -560,15 +484,15 @@ struct pending {
 };
 
 /* Waits for the copy of one pending buffer; records a failure. */
-static bool wait_copy(struct request *rq, struct pending *p)
+static bool wait_copy(struct ocf_job *job, struct pending *p)
 {
 	p->busy = false;
-	if (!rq->io->t.use_stream)
+	if (!job->io->t.use_stream)
 		return true; /* waited for when it was queued (chunk_copy) */
 	CUresult r = gpu_event_wait(p->ev, p->bytes);
 	if (r != CUDA_SUCCESS) {
-		record_error(rq, p->idx,
-			     cuda_fail(rq->write ? "device to host copy" : "host to device copy", r));
+		job_record_error(job, p->idx,
+			     cuda_fail(job->write ? "device to host copy" : "host to device copy", r));
 		return false;
 	}
 	return true;
@@ -576,29 +500,29 @@ static bool wait_copy(struct request *rq, struct pending *p)
 
 /* A staged chunk's file read is done (got: bytes or an error): copy it to
  * the device.  Returns false when the participant must stop claiming. */
-static bool read_chunk_done(struct request *rq, struct ocf_lane *lane, int j, struct pending *p, ssize_t got)
+static bool read_chunk_done(struct ocf_job *job, struct ocf_lane *lane, int j, struct pending *p, ssize_t got)
 {
-	const struct ocf_io *io = rq->io;
-	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
+	const struct ocf_io *io = job->io;
+	size_t at = job_chunk_start(job, p->idx), n = job_chunk_len(job, p->idx);
 	off_t off = io->off + (off_t)at;
 	if (got < 0) {
-		record_error(rq, p->idx, got);
+		job_record_error(job, p->idx, got);
 		return false;
 	}
 	if (got > 0) {
 		char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		p->ev = NULL;
-		CUresult r = chunk_copy(rq, lane, j, true, at, src, (size_t)got, &p->ev);
+		CUresult r = chunk_copy(job, lane, j, true, at, src, (size_t)got, &p->ev);
 		p->busy = p->ev != NULL;
 		p->bytes = (size_t)got;
 		if (r != CUDA_SUCCESS) {
-			record_error(rq, p->idx, cuda_fail("host to device copy", r));
+			job_record_error(job, p->idx, cuda_fail("host to device copy", r));
 			return false;
 		}
 	}
 	prof_bytes((size_t)got);
 	if ((size_t)got < n) {
-		record_short(rq, p->idx, (size_t)got);
+		job_record_short(job, p->idx, (size_t)got);
 		return false;
 	}
 	return true;
@@ -616,9 +540,9 @@ static int ring_reads(const struct ocf_lane *lane)
  * completions come in any order) while earlier chunks are being copied;
  * without, each read is a pread, overlapping the copies of the chunks
  * before it. */
-static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
+static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 {
-	const struct ocf_io *io = rq->io;
+	const struct ocf_io *io = job->io;
 	struct pending pend[OCF_LANE_DEPTH] = {0};
 	struct fio_op ops[OCF_LANE_DEPTH];
 	bool reading[OCF_LANE_DEPTH] = {0};
@@ -637,7 +561,7 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 			if (j < 0)
 				break; /* every buffer is being read into */
 			size_t idx;
-			if (!claim(rq, &idx)) {
+			if (!job_claim(job, &idx)) {
 				more = false;
 				break;
 			}
@@ -645,18 +569,18 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 			/* The claimed chunk comes after every chunk this
 			 * participant holds, so a failure recorded here stops
 			 * it too. */
-			if (pend[j].busy && !wait_copy(rq, &pend[j])) {
+			if (pend[j].busy && !wait_copy(job, &pend[j])) {
 				more = false;
 				break;
 			}
 			pend[j].idx = idx;
 			pend[j].buf = j;
-			off_t off = io->off + (off_t)chunk_start(rq, idx);
+			off_t off = io->off + (off_t)job_chunk_start(job, idx);
 			uint64_t t0 = prof_now();
-			int r = fio_stage_read(io->h, &lane->bufs[j], off, chunk_len(rq, idx), &ops[j]);
+			int r = fio_stage_read(io->h, &lane->bufs[j], off, job_chunk_len(job, idx), &ops[j]);
 			prof_time(PROF_T_FILE, t0);
 			if (r < 0) {
-				record_error(rq, idx, r);
+				job_record_error(job, idx, r);
 				more = false;
 				break;
 			}
@@ -670,7 +594,7 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 			t0 = prof_now();
 			ssize_t got = fio_op_run(&ops[j]);
 			prof_time(PROF_T_FILE, t0);
-			if (!read_chunk_done(rq, lane, j, &pend[j], fio_stage_read_done(&ops[j], got)))
+			if (!read_chunk_done(job, lane, j, &pend[j], fio_stage_read_done(&ops[j], got)))
 				more = false;
 		}
 		if (reads == 0)
@@ -683,11 +607,11 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 		if (reaped != 0) {
 			/* The ring is unusable and its reads in flight are lost
 			 * to us: fail the earliest of them. */
-			size_t first = rq->nchunks;
+			size_t first = job->nchunks;
 			for (int k = 0; k < lane->depth; k++)
 				if (reading[k] && pend[k].idx < first)
 					first = pend[k].idx;
-			record_error(rq, first, -EIO);
+			job_record_error(job, first, -EIO);
 			break;
 		}
 		int j = (int)tag;
@@ -695,27 +619,27 @@ static void device_read_chunks(struct request *rq, struct ocf_lane *lane)
 		reads--;
 		/* A chunk at or beyond a recorded failure is not copied: its
 		 * bytes cannot be reported. */
-		if (pend[j].idx >= atomic_load_explicit(&rq->stop, memory_order_relaxed))
+		if (pend[j].idx >= atomic_load_explicit(&job->stop, memory_order_relaxed))
 			continue;
-		if (!read_chunk_done(rq, lane, j, &pend[j], fio_stage_read_done(&ops[j], res)))
+		if (!read_chunk_done(job, lane, j, &pend[j], fio_stage_read_done(&ops[j], res)))
 			more = false;
 	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++)
 		if (pend[i].busy)
-			wait_copy(rq, &pend[i]);
+			wait_copy(job, &pend[i]);
 }
 
 /* Writes one staged chunk whose device-to-host copy was issued. */
-static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct pending *p)
+static bool write_staged_chunk(struct ocf_job *job, struct ocf_lane *lane, struct pending *p)
 {
-	if (!wait_copy(rq, p))
+	if (!wait_copy(job, p))
 		return false;
 	/* A chunk beyond a failure is not written: its bytes could never be
 	 * reported. */
-	if (p->idx >= atomic_load_explicit(&rq->stop, memory_order_relaxed))
+	if (p->idx >= atomic_load_explicit(&job->stop, memory_order_relaxed))
 		return false;
-	const struct ocf_io *io = rq->io;
-	size_t at = chunk_start(rq, p->idx), n = chunk_len(rq, p->idx);
+	const struct ocf_io *io = job->io;
+	size_t at = job_chunk_start(job, p->idx), n = job_chunk_len(job, p->idx);
 	off_t off = io->off + (off_t)at;
 	uint64_t t0 = prof_now();
 	ssize_t w =
@@ -724,32 +648,32 @@ static bool write_staged_chunk(struct request *rq, struct ocf_lane *lane, struct
 	if (w > 0)
 		prof_bytes((size_t)w);
 	if (w < 0) {
-		record_error(rq, p->idx, w);
+		job_record_error(job, p->idx, w);
 		return false;
 	}
 	if ((size_t)w < n) {
-		record_short(rq, p->idx, (size_t)w);
+		job_record_short(job, p->idx, (size_t)w);
 		return false;
 	}
 	return true;
 }
 
-static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
+static void device_write_chunks(struct ocf_job *job, struct ocf_lane *lane)
 {
-	const struct ocf_io *io = rq->io;
+	const struct ocf_io *io = job->io;
 	/* Ring of issued copies, oldest first. */
 	struct pending ring[OCF_LANE_DEPTH];
 	int head = 0, count = 0, j = 0;
 	bool ok = true;
 	size_t idx;
-	while (ok && claim(rq, &idx)) {
-		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+	while (ok && job_claim(job, &idx)) {
+		size_t at = job_chunk_start(job, idx), n = job_chunk_len(job, idx);
 		off_t off = io->off + (off_t)at;
 		char *stage = lane->bufs[j].buf + fio_stage_skew(io->h, off);
 		CUevent ev = NULL;
-		CUresult r = chunk_copy(rq, lane, j, false, at, stage, n, &ev);
+		CUresult r = chunk_copy(job, lane, j, false, at, stage, n, &ev);
 		if (r != CUDA_SUCCESS) {
-			record_error(rq, idx, cuda_fail("device to host copy", r));
+			job_record_error(job, idx, cuda_fail("device to host copy", r));
 			break;
 		}
 		ring[(head + count) % OCF_LANE_DEPTH] =
@@ -758,16 +682,16 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
 		j = (j + 1) % lane->depth;
 		/* Keep one copy in flight while the previous chunk is written. */
 		while (ok && count >= 2) {
-			ok = write_staged_chunk(rq, lane, &ring[head]);
+			ok = write_staged_chunk(job, lane, &ring[head]);
 			head = (head + 1) % OCF_LANE_DEPTH;
 			count--;
 		}
 	}
 	while (count > 0) {
 		if (ok)
-			ok = write_staged_chunk(rq, lane, &ring[head]);
+			ok = write_staged_chunk(job, lane, &ring[head]);
 		else
-			wait_copy(rq, &ring[head]); /* the buffer must be idle */
+			wait_copy(job, &ring[head]); /* the buffer must be idle */
 		head = (head + 1) % OCF_LANE_DEPTH;
 		count--;
 	}
@@ -777,29 +701,29 @@ static void device_write_chunks(struct request *rq, struct ocf_lane *lane)
  * out of the ring's slots, and a store per chunk that releases the copy the
  * stream has waiting.  No CUDA call: the copies were queued at submission,
  * so nothing here can be held back by the driver's locks. */
-static void ring_chunks(struct request *rq)
+static void ring_chunks(struct ocf_job *job)
 {
-	const struct ocf_io *io = rq->io;
+	const struct ocf_io *io = job->io;
 	const struct ocf_ringplan *p = io->plan;
 	size_t idx;
-	while (claim(rq, &idx)) {
+	while (job_claim(job, &idx)) {
 		uint64_t q = p->q0 + idx;
 		unsigned s = (unsigned)(q % p->nslots);
 		uint32_t g = (uint32_t)(q / p->nslots) + 1;
-		size_t at = chunk_start(rq, idx), n = chunk_len(rq, idx);
+		size_t at = job_chunk_start(job, idx), n = job_chunk_len(job, idx);
 		off_t off = io->off + (off_t)at;
 		char *slot = p->mem + (size_t)s * p->slot_bytes;
 		if (!p->queued(p, idx)) {
-			record_error(rq, idx, OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR));
+			job_record_error(job, idx, OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR));
 			continue;
 		}
 		/* Where the queued copy expects the chunk's first byte. */
 		size_t planned = fio_stage_skew(io->h, p->foff0 + (off_t)at);
-		bool live = !p->skip && idx < atomic_load_explicit(&rq->stop, memory_order_relaxed);
-		if (!rq->write) {
+		bool live = !p->skip && idx < atomic_load_explicit(&job->stop, memory_order_relaxed);
+		if (!job->write) {
 			int w = p->wait(p, idx, &p->free[s], g - 1);
 			if (w) {
-				record_error(rq, idx, w);
+				job_record_error(job, idx, w);
 				continue; /* the stream is gone: nothing will copy */
 			}
 			ssize_t got = 0;
@@ -814,9 +738,9 @@ static void ring_chunks(struct request *rq)
 				if (got > 0 && actual != planned)
 					memmove(slot + planned, slot + actual, (size_t)got);
 				if (got < 0)
-					record_error(rq, idx, got);
+					job_record_error(job, idx, got);
 				else if ((size_t)got < n)
-					record_short(rq, idx, (size_t)got);
+					job_record_short(job, idx, (size_t)got);
 			}
 			/* Bytes past end of file or a failure: zeros, not the
 			 * slot's previous contents. */
@@ -829,7 +753,7 @@ static void ring_chunks(struct request *rq)
 		} else {
 			int w = p->wait(p, idx, &p->fill[s], g);
 			if (w) {
-				record_error(rq, idx, w);
+				job_record_error(job, idx, w);
 				continue;
 			}
 			if (live) {
@@ -842,9 +766,9 @@ static void ring_chunks(struct request *rq)
 				if (r > 0)
 					prof_bytes((size_t)r);
 				if (r < 0)
-					record_error(rq, idx, r);
+					job_record_error(job, idx, r);
 				else if ((size_t)r < n)
-					record_short(rq, idx, (size_t)r);
+					job_record_short(job, idx, (size_t)r);
 			}
 			__atomic_store_n(&p->free[s], g, __ATOMIC_RELEASE);
 		}
@@ -853,15 +777,15 @@ static void ring_chunks(struct request *rq)
 
 /* Runs the participant's share.  Returns false when the lane's stream may
  * still hold a copy (a failure left it undrained and draining failed). */
-static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
+static bool run_job(struct ocf_job *job, struct ocf_lane *lane, bool helper)
 {
-	const struct ocf_io *io = rq->io;
-	if (rq->plan) {
-		ring_chunks(rq);
+	const struct ocf_io *io = job->io;
+	if (job->plan) {
+		ring_chunks(job);
 		return true;
 	}
 	if (!io->t.device) {
-		host_chunks(rq, lane);
+		host_chunks(job, lane);
 		return true;
 	}
 	CUresult r = ocf_cu.CtxPushCurrent(io->t.ctx);
@@ -869,17 +793,17 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 		/* A helper leaves the work to the others; the caller, which
 		 * must see every chunk done, reports the failure. */
 		size_t idx;
-		if (!helper && claim(rq, &idx))
-			record_error(rq, idx, cuda_fail("cuCtxPushCurrent", r));
+		if (!helper && job_claim(job, &idx))
+			job_record_error(job, idx, cuda_fail("cuCtxPushCurrent", r));
 		else if (helper)
 			log_warn("engine helper: cuCtxPushCurrent failed (%s), leaving the work to others",
 				 cuda_error_name(r));
 		return true;
 	}
-	if (rq->write)
-		device_write_chunks(rq, lane);
+	if (job->write)
+		device_write_chunks(job, lane);
 	else
-		device_read_chunks(rq, lane);
+		device_read_chunks(job, lane);
 	/* A ring that failed with transfers in flight may still move data
 	 * into or out of the lane's buffers: the lane is not reused. */
 	bool clean = !(lane->ring && uring_ring_broken(lane->ring));
@@ -887,8 +811,8 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
 	 * queued (a failed event record or wait does not cancel them): drain
 	 * the stream, so that nothing lands in the caller's memory after the
 	 * call returns and the lane's buffers are idle when reused. */
-	if (atomic_load_explicit(&rq->stop, memory_order_relaxed) < rq->nchunks && io->t.use_stream) {
-		r = ocf_cu.StreamSynchronize(lane_stream(rq, lane));
+	if (atomic_load_explicit(&job->stop, memory_order_relaxed) < job->nchunks && io->t.use_stream) {
+		r = ocf_cu.StreamSynchronize(lane_stream(job, lane));
 		if (r != CUDA_SUCCESS) {
 			log_error("staging stream could not be drained (%s): lane discarded",
 				  cuda_error_name(r));
@@ -905,14 +829,15 @@ static bool run_request(struct request *rq, struct ocf_lane *lane, bool helper)
  * operation's chunks all at once (each has a slot of its ring waiting, and
  * the stream copies each chunk as soon as it is in its slot); otherwise
  * execution.max_request_parallelism (NVIDIA's default: 4 parallel parts),
- * or one per 16 MiB for larger requests, so that one large call can use
+ * or one per 2 MiB for larger requests, so that one large call can use
  * every CPU the machine has free (a 4 GiB read at 47 GB/s on the H100
- * machine) while a 16 MiB one keeps to four threads. */
+ * machine) and a 16 MiB one gets eight (19.7 GB/s for one caller of 16 MiB
+ * requests against 14-15 with four, H200 machine, 2026-11-26). */
 static int request_participants(const struct ocf_io *io)
 {
 	if (io->plan)
 		return (int)OCF_MIN(io->plan->nchunks, (size_t)INT_MAX);
-	size_t by_size = io->len / ((size_t)16 << 20);
+	size_t by_size = io->len / ((size_t)2 << 20);
 	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
 }
 
@@ -951,115 +876,146 @@ static ssize_t submit(const struct ocf_io *io, bool write)
  * before it. */
 static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 {
-	struct request rq = {.io = io, .write = write, .plan = io->plan};
+	struct ocf_job job = {.io = io, .write = write, .plan = io->plan};
 	/* Host memory needs staging only for O_DIRECT; without it no lane is
 	 * taken, so many threads doing host I/O never wait for one.  A ring
 	 * request stages in its ring. */
-	if (rq.plan)
-		rq.pool = NULL;
+	if (job.plan)
+		job.pool = NULL;
 	else if (io->t.device)
-		rq.pool = &io->t.gpu->pool;
+		job.pool = &io->t.gpu->pool;
 	else if (io->h->odirect || (io->segs && host_vec_needs_stage(io)))
-		rq.pool = host_pool();
-	size_t max_chunk = rq.pool ? pool_chunk(rq.pool) : ocf_cfg.staging_chunk_kb * 1024;
+		job.pool = host_pool();
+	size_t max_chunk = job.pool ? pool_chunk(job.pool) : ocf_cfg.staging_chunk_kb * 1024;
 	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
 	/* Requests up to execution.min_io_threshold_size_kb stay on the
-	 * calling thread, as do all when execution.parallel_io is off. */
+	 * calling thread, as do all when execution.parallel_io is off; device
+	 * reads of a few MiB are striped (stripe.c) when helpers are free. */
 	int helpers = 0;
+	bool striped = false;
 	/* A userspace file system's callbacks run on the calling thread only:
 	 * they may keep thread-local state, and a callback that calls the API
 	 * again must nest on the thread that holds the driver gate. */
-	if (ocf_cfg.parallel_io && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024 &&
-	    io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
+	bool may_split = ocf_cfg.parallel_io && io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS;
+	/* Striped only for a caller alone in the engine: where other callers
+	 * are busy, their requests already keep the CPUs and the copy engine
+	 * busy, and helpers taken from them cost more than they give (8 x 16
+	 * MiB and 4 x 1 MiB lost 10-16 % on the H200 machine when every caller
+	 * striped). */
+	if (may_split && others == 0 && stripe_wanted(io, write, 1)) {
+		int free_now = pool_start();
+		free_now = OCF_MIN(free_now, OCF_MAX(parallel_max - others - 1, 0));
+		helpers = OCF_MIN(free_now, stripe_config()->participants - 1);
+		striped = helpers > 0;
+	}
+	if (!striped && may_split && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024) {
 		helpers = pool_start();
 		helpers = OCF_MIN(helpers, request_participants(io) - 1);
 		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));
 	}
-	if (rq.plan) {
-		/* The chunks the copies were queued for. */
-		rq.chunk = rq.plan->chunk;
-		rq.skew0 = rq.plan->skew0;
-		rq.nchunks = rq.plan->nchunks;
-	} else {
-		rq.chunk = pick_chunk(io, max_chunk, helpers);
-		rq.skew0 = (size_t)io->off % fio_align(io->h);
-		rq.nchunks = (io->len + rq.skew0 + rq.chunk - 1) / rq.chunk;
+	/* A striped job reads into the caller's lane: take it before any
+	 * helper can see the job. */
+	struct ocf_lane *lane = NULL;
+	int lane_err = 0;
+	if (striped) {
+		uint64_t t0 = prof_now();
+		lane_err = pool_get(job.pool, &lane);
+		prof_time(PROF_T_LANE, t0);
+		striped = lane_err == 0 && stripe_plan(&job, lane);
+		if (!striped && lane_err == 0)
+			helpers = 0; /* the plan did not fit: the caller alone */
 	}
-	rq.nonblocking = nonblocking_copies;
-	atomic_init(&rq.next, 0);
-	atomic_init(&rq.stop, rq.nchunks);
-	rq.err_idx = rq.short_idx = rq.nchunks;
-	pthread_mutex_init(&rq.lock, NULL);
-	pthread_cond_init(&rq.cv, NULL);
+	if (job.plan) {
+		/* The chunks the copies were queued for. */
+		job.chunk = job.plan->chunk;
+		job.skew0 = job.plan->skew0;
+		job.nchunks = job.plan->nchunks;
+	} else if (!striped) {
+		job.chunk = pick_chunk(io, max_chunk, helpers);
+		job.skew0 = (size_t)io->off % fio_align(io->h);
+		job.nchunks = (io->len + job.skew0 + job.chunk - 1) / job.chunk;
+	}
+	job.nonblocking = nonblocking_copies;
+	atomic_init(&job.next, 0);
+	atomic_init(&job.stop, job.nchunks);
+	job.err_idx = job.short_idx = job.nchunks;
+	pthread_mutex_init(&job.lock, NULL);
+	pthread_cond_init(&job.cv, NULL);
 
 	bool queued = false;
-	if (rq.nchunks > 1 && helpers > 0) {
-		rq.helpers_wanted = (int)OCF_MIN(rq.nchunks - 1, (size_t)helpers);
+	if (job.nchunks > 1 && helpers > 0) {
+		job.helpers_wanted = (int)OCF_MIN(job.nchunks - 1, (size_t)helpers);
 		pthread_mutex_lock(&q_lock);
-		struct request **pp = &queue;
+		struct ocf_job **pp = &queue;
 		while (*pp)
 			pp = &(*pp)->qnext;
-		*pp = &rq;
+		*pp = &job;
 		queued = true;
 		/* As many workers as the request wants, not all of them: a
 		 * broadcast would wake every idle worker to find nothing. */
-		for (int i = 0; i < rq.helpers_wanted; i++)
+		for (int i = 0; i < job.helpers_wanted; i++)
 			pthread_cond_signal(&q_cv);
 		pthread_mutex_unlock(&q_lock);
 	}
 
-	struct ocf_lane *lane = NULL;
 	uint64_t t0 = prof_now();
-	int r = rq.pool ? pool_get(rq.pool, &lane) : 0;
-	prof_time(PROF_T_LANE, t0);
-	if (r == 0) {
-		bool clean = run_request(&rq, lane, false);
-		if (lane)
-			lane_release(lane, clean);
+	int r = lane_err;
+	if (striped) {
+		lane_release(lane, stripe_run_caller(&job));
 	} else {
+		if (!lane && !lane_err && job.pool)
+			r = pool_get(job.pool, &lane);
+		prof_time(PROF_T_LANE, t0);
+		if (r == 0) {
+			bool clean = run_job(&job, lane, false);
+			if (lane)
+				lane_release(lane, clean);
+		}
+	}
+	if (r != 0) {
 		size_t idx;
-		if (claim(&rq, &idx))
-			record_error(&rq, idx, r);
+		if (job_claim(&job, &idx))
+			job_record_error(&job, idx, r);
 	}
 
 	if (queued) {
 		pthread_mutex_lock(&q_lock);
-		for (struct request **pp = &queue; *pp; pp = &(*pp)->qnext) {
-			if (*pp == &rq) {
-				*pp = rq.qnext;
+		for (struct ocf_job **pp = &queue; *pp; pp = &(*pp)->qnext) {
+			if (*pp == &job) {
+				*pp = job.qnext;
 				break;
 			}
 		}
 		pthread_mutex_unlock(&q_lock);
 	}
 	t0 = prof_now();
-	pthread_mutex_lock(&rq.lock);
-	if (rq.active > 0) {
+	pthread_mutex_lock(&job.lock);
+	if (job.active > 0) {
 		watchdog_wait_begin(write ? "cuFileWrite" : "cuFileRead", handle_watch_fd(io->h),
 				    io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1,
 				    "the engine threads helping with the request");
-		while (rq.active > 0)
-			pthread_cond_wait(&rq.cv, &rq.lock);
+		while (job.active > 0)
+			pthread_cond_wait(&job.cv, &job.lock);
 		watchdog_wait_end();
 	}
-	pthread_mutex_unlock(&rq.lock);
+	pthread_mutex_unlock(&job.lock);
 	prof_time(PROF_T_HELPERS, t0);
 
 	/* Every chunk before min(err_idx, short_idx) completed in full. */
 	ssize_t ret;
-	if (rq.err_idx <= rq.short_idx && rq.err_idx < rq.nchunks) {
-		size_t done = chunk_start(&rq, rq.err_idx);
-		ret = done ? (ssize_t)done : rq.err;
-	} else if (rq.short_idx < rq.nchunks) {
-		ret = (ssize_t)(chunk_start(&rq, rq.short_idx) + rq.short_got);
-	} else if (atomic_load_explicit(&rq.next, memory_order_relaxed) < rq.nchunks) {
+	if (job.err_idx <= job.short_idx && job.err_idx < job.nchunks) {
+		size_t done = job_chunk_start(&job, job.err_idx);
+		ret = done ? (ssize_t)done : job.err;
+	} else if (job.short_idx < job.nchunks) {
+		ret = (ssize_t)(job_chunk_start(&job, job.short_idx) + job.short_got);
+	} else if (atomic_load_explicit(&job.next, memory_order_relaxed) < job.nchunks) {
 		/* Nobody could take the work (no lane, no helper). */
 		ret = OCF_ERR(CU_FILE_INTERNAL_ERROR);
 	} else {
 		ret = (ssize_t)io->len;
 	}
-	pthread_mutex_destroy(&rq.lock);
-	pthread_cond_destroy(&rq.cv);
+	pthread_mutex_destroy(&job.lock);
+	pthread_cond_destroy(&job.cv);
 	return ret;
 }
 

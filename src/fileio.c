@@ -364,7 +364,10 @@ static ssize_t op_run_ring(const struct fio_op *op, struct ocf_ring *ring)
 
 /* ---------------------------------------------------------------- reads */
 
-int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n, struct fio_op *op)
+/* fio_stage_read; `part` (a piece of a larger request): the page cache is
+ * probed whatever n is, as it would be for the request. */
+static int stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n, struct fio_op *op,
+		      bool part)
 {
 	char *dst = slot->buf + fio_stage_skew(h, off);
 	*op = (struct fio_op){.fd = h->fd, .align = h->align, .buf = dst, .len = n, .off = off, .req_off = off,
@@ -380,7 +383,7 @@ int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_
 	int dfd = h->odirect ? h->fd : -1;
 	off_t from = off;
 	int cfd = cache_fd(h);
-	if (cfd >= 0 && n >= probe_min(h)) {
+	if (cfd >= 0 && (part || n >= probe_min(h))) {
 		size_t want = cached_prefix_len(cfd, off, n, h->odirect ? 0 : n);
 		/* With every transfer on the ring (backend uring), a range the
 		 * page cache holds whole is one buffered ring transfer. */
@@ -433,10 +436,24 @@ ssize_t fio_stage_read_done(const struct fio_op *op, ssize_t res)
 	return (ssize_t)OCF_MIN((size_t)(end - op->req_off), op->req_n);
 }
 
+int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n, struct fio_op *op)
+{
+	return stage_read(h, slot, off, n, op, false);
+}
+
 ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n)
 {
 	struct fio_op op;
-	int r = fio_stage_read(h, slot, off, n, &op);
+	int r = stage_read(h, slot, off, n, &op, false);
+	if (r < 0)
+		return r;
+	return fio_stage_read_done(&op, fio_op_run(&op));
+}
+
+ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n)
+{
+	struct fio_op op;
+	int r = stage_read(h, slot, off, n, &op, true);
 	if (r < 0)
 		return r;
 	return fio_stage_read_done(&op, fio_op_run(&op));

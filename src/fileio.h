@@ -66,6 +66,11 @@ ssize_t fio_op_run(const struct fio_op *op);
 
 /* fio_stage_read, the transfer with pread, and fio_stage_read_done. */
 ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n);
+/* The same for a piece of a larger request read by several threads
+ * (stripe.c): the page cache is probed however short the piece, so that
+ * the request's uncached blocks go around the cache as one staged read of
+ * its size would send them. */
+ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n);
 
 /* Writes n bytes from src to [off, off+n).  With O_DIRECT, src must satisfy
  * src % align == off % align (as staged data does); the unaligned head and

@@ -16,6 +16,15 @@
  * library never calls the synchronous cuMemcpyHtoD_v2/cuMemcpyDtoH_v2: on
  * the real driver such a copy holds the context's lock while it waits
  * (docs/reliability.md, "Hangs", cause 4); that is checked first.
+ *
+ *   test_io_cuda_copy_failure_never_overreports lanes|striped
+ *
+ * "lanes" runs with the striped path off (OPENCUFILE_STRIPE_MAX_KB=0, set by
+ * the ctest entry): the large read is split among participants that each
+ * copy and wait for their own chunks, long copies slept for with
+ * cuEventSynchronize.  "striped" runs the large read on the striped path
+ * (stripe.c): helpers read, the caller queues one copy per stripe and polls
+ * its event (cuEventQuery).  Writes take the lanes either way.
  */
 #include "test.h"
 #include "fakecuda.h"
@@ -51,6 +60,10 @@ struct fcase {
 	const char *func;
 	size_t size;
 	const char *stop;
+	/* A function called while waiting (a polled event) is reached as
+	 * often as the wait lasts: its first max_nth calls are faulted in
+	 * turn (0: until the read no longer reaches the fault). */
+	unsigned long max_nth;
 };
 #define STOP_NTH 3
 
@@ -89,6 +102,11 @@ static void read_faults(const struct fcase *c)
 	int hits = 0;
 
 	for (unsigned long nth = 1; nth <= MAX_NTH; nth++) {
+		if (c->max_nth && nth > c->max_nth) {
+			fprintf(stderr, "%s (%zu bytes): read faults injected: %d (its first %lu calls)\n", func,
+				size, hits, c->max_nth);
+			return;
+		}
 		t_set_case("cuFileRead of %zu, fail call %lu of %s%s%s", size, nth, func, c->stop ? " after " : "",
 			   c->stop ? c->stop : "");
 		t_dev_fill(dev, T_POISON, ALLOC);
@@ -214,8 +232,12 @@ static void write_faults(const struct fcase *c)
 	T_FAIL("%s: the write still reached the fault after %d calls", func, MAX_NTH);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	bool striped = argc > 1 && !strcmp(argv[1], "striped");
+	const char *max = getenv("OPENCUFILE_STRIPE_MAX_KB");
+	if (striped != !(max && !strcmp(max, "0")))
+		T_FAIL("run as 'striped' with the striped path on, or 'lanes' with OPENCUFILE_STRIPE_MAX_KB=0");
 	t_cuda_require();
 	const char *path = t_make_pattern_file(FLEN, 0);
 	fd = t_open(path, O_RDWR);
@@ -227,19 +249,30 @@ int main(void)
 	fh = t_register_fd(fd);
 	dev = t_dev_alloc(ALLOC);
 
-	static const struct fcase read_funcs[] = {
-		{"cuMemcpyHtoDAsync_v2", SIZE, NULL},
-		{"cuMemcpyHtoDAsync_v2", SMALL_SIZE, NULL},
-		{"cuEventRecord", SIZE, NULL},
-		{"cuEventSynchronize", SIZE, NULL},
-		{"cuStreamSynchronize", SIZE, "cuMemcpyHtoDAsync_v2"},
+	static const struct fcase lane_read_funcs[] = {
+		{"cuMemcpyHtoDAsync_v2", SIZE, NULL, 0},
+		{"cuMemcpyHtoDAsync_v2", SMALL_SIZE, NULL, 0},
+		{"cuEventRecord", SIZE, NULL, 0},
+		{"cuEventSynchronize", SIZE, NULL, 0},
+		{"cuStreamSynchronize", SIZE, "cuMemcpyHtoDAsync_v2", 0},
 	};
+	/* The striped read's copies are 1 MiB stripes, whose events are
+	 * polled. */
+	static const struct fcase striped_read_funcs[] = {
+		{"cuMemcpyHtoDAsync_v2", SIZE, NULL, 0},
+		{"cuEventRecord", SIZE, NULL, 0},
+		{"cuEventQuery", SIZE, NULL, 12},
+		{"cuStreamSynchronize", SIZE, "cuMemcpyHtoDAsync_v2", 0},
+	};
+	const struct fcase *read_funcs = striped ? striped_read_funcs : lane_read_funcs;
+	size_t nread = striped ? sizeof(striped_read_funcs) / sizeof(striped_read_funcs[0])
+			       : sizeof(lane_read_funcs) / sizeof(lane_read_funcs[0]);
 	static const struct fcase write_funcs[] = {
-		{"cuMemcpyDtoHAsync_v2", SIZE, NULL},
-		{"cuMemcpyDtoHAsync_v2", SMALL_SIZE, NULL},
-		{"cuEventRecord", SIZE, NULL},
-		{"cuEventSynchronize", SIZE, NULL},
-		{"cuStreamSynchronize", SIZE, "cuMemcpyDtoHAsync_v2"},
+		{"cuMemcpyDtoHAsync_v2", SIZE, NULL, 0},
+		{"cuMemcpyDtoHAsync_v2", SMALL_SIZE, NULL, 0},
+		{"cuEventRecord", SIZE, NULL, 0},
+		{"cuEventSynchronize", SIZE, NULL, 0},
+		{"cuStreamSynchronize", SIZE, "cuMemcpyDtoHAsync_v2", 0},
 	};
 	/* No synchronous copy, small request or large; the write puts back
 	 * the bytes just read, so the file keeps its pattern. */
@@ -263,17 +296,18 @@ int main(void)
 		fakecuda_set_stream_delay_us(STREAM_DELAY_US);
 		unsigned long copies = fakecuda_call_count("cuMemcpyHtoDAsync_v2") +
 				       fakecuda_call_count("cuMemcpyHtoD_v2");
-		for (size_t i = 0; i < sizeof(read_funcs) / sizeof(read_funcs[0]); i++)
+		for (size_t i = 0; i < nread; i++)
 			read_faults(&read_funcs[i]);
 		if (fakecuda_call_count("cuMemcpyHtoDAsync_v2") +
 			    fakecuda_call_count("cuMemcpyHtoD_v2") == copies)
 			T_FAIL("reads into device memory never called cuMemcpyHtoD(Async)_v2");
 		copies = fakecuda_call_count("cuMemcpyDtoHAsync_v2") +
 			 fakecuda_call_count("cuMemcpyDtoH_v2");
-		for (size_t i = 0; i < sizeof(write_funcs) / sizeof(write_funcs[0]); i++)
+		for (size_t i = 0; !striped && i < sizeof(write_funcs) / sizeof(write_funcs[0]); i++)
 			write_faults(&write_funcs[i]);
-		if (fakecuda_call_count("cuMemcpyDtoHAsync_v2") +
-			    fakecuda_call_count("cuMemcpyDtoH_v2") == copies)
+		if (!striped && fakecuda_call_count("cuMemcpyDtoHAsync_v2") +
+					    fakecuda_call_count("cuMemcpyDtoH_v2") ==
+				    copies)
 			T_FAIL("writes from device memory never called cuMemcpyDtoH(Async)_v2");
 		fakecuda_set_stream_delay_us(0);
 		if (reg)

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * stripe.h - the striped path of device reads (stripe.c): a request of a
+ * few MiB read by several threads at once into the caller's staging
+ * buffers, copied to the GPU by the caller alone, one copy per stripe.
+ */
+#ifndef OCF_STRIPE_H_
+#define OCF_STRIPE_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ocf_io;
+struct ocf_job;
+struct ocf_lane;
+
+/* The striped path's sizes, read once (OPENCUFILE_STRIPE_MIN_KB,
+ * OPENCUFILE_STRIPE_MAX_KB, OPENCUFILE_PIECE_KB, OPENCUFILE_STRIPE_KB,
+ * OPENCUFILE_STRIPE_PARTICIPANTS; docs/configuration.md). */
+struct stripe_cfg {
+	size_t min_bytes, max_bytes; /* requests striped: min_bytes <= len <= max_bytes */
+	size_t piece;		     /* bytes one participant reads at a time */
+	size_t stripe;		     /* bytes copied to the GPU at once */
+	int participants;	     /* of one request, the caller included */
+};
+const struct stripe_cfg *stripe_config(void);
+
+/* Whether a request of this kind and size takes the striped path, given
+ * the helpers it could have. */
+bool stripe_wanted(const struct ocf_io *io, bool write, int helpers);
+
+/* Sets the job's chunking and stripes for the caller's lane; false when
+ * the request does not fit (the job is then left for the other paths). */
+bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane);
+
+/* The caller's part of a striped job: reads chunks, copies each stripe
+ * once it is whole, waits for the copies.  Returns false when the lane's
+ * stream may still hold a copy (it must then be discarded). */
+bool stripe_run_caller(struct ocf_job *job);
+
+/* A helper's part: reads chunks into the caller's stripes until none is
+ * left.  No CUDA call. */
+void stripe_run_helper(struct ocf_job *job);
+
+#endif /* OCF_STRIPE_H_ */
