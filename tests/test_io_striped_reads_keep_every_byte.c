@@ -18,7 +18,8 @@
  *  - slow streams (the copies land 2 ms late), so that helpers wait for
  *    stripe buffers the caller has not got back yet.
  * The ctest entry sets OPENCUFILE_PARALLEL=8, so that helpers are offered
- * whatever the machine's CPU count.
+ * whatever the machine's CPU count, and OPENCUFILE_STRIPE_MIN_KB=512 (the
+ * default path starts at 2 MiB).
  */
 #include "test.h"
 #include "fakecuda.h"
