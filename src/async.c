@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cpu_budget.h"
 #include "driver.h"
 #include "engine.h"
 #include "gpu.h"
@@ -123,8 +124,12 @@ static void *executor_main(void *arg)
 
 static int wanted_threads(void)
 {
-	long n = ocf_online_cpus();
-	n = OCF_MAX(n, 4);
+	/* The CPU budget (cpu_budget.h), clamped to [2, 16]: at least two, so
+	 * that one operation waiting for the device (a stream operation
+	 * waiting for its submitter) never holds up the rest of the FIFO; more
+	 * than the budget would only take turns on its CPUs. */
+	long n = ocf_cpu_budget();
+	n = OCF_MAX(n, 2);
 	n = OCF_MIN(n, 16);
 	if (n > (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH))
 		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH);

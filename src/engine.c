@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cpu_budget.h"
 #include "cuda_loader.h"
 #include "fileio.h"
 #include "gpu.h"
@@ -155,18 +156,20 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Worker threads: one per online CPU up to 16 (warm page-cache reads scale
- * to about that many threads), or execution.max_io_threads if larger.
- * NVIDIA's stock value (4) sizes its own compatible-mode pool and would
- * starve this engine, so it is a lower bound here.  OPENCUFILE_IO_THREADS
- * sets the number exactly (0: no helpers). */
+/* Worker threads: one per CPU of the process's budget (cpu_budget.h) up
+ * to 16 (warm page-cache reads scale to about that many threads), or
+ * execution.max_io_threads if larger, but never more than the budget:
+ * every worker copies data, and workers beyond the CPUs the process may
+ * use only take turns on them.  NVIDIA's stock value (4) sizes its own
+ * compatible-mode pool and would starve this engine, so it is a lower
+ * bound here, within the budget.  OPENCUFILE_IO_THREADS sets the number
+ * exactly (0: no helpers; experiments). */
 static int configured_threads(void)
 {
-	long n = ocf_online_cpus();
-	if (n > 16)
-		n = 16;
+	long budget = ocf_cpu_budget();
+	long n = OCF_MIN(budget, 16);
 	if (n < (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS))
-		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS);
+		n = OCF_MIN((long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS), budget);
 	if (ocf_cfg.io_threads)
 		n = (long)ocf_cfg.io_threads;
 	const char *env = ocf_getenv("OPENCUFILE_IO_THREADS");
@@ -203,12 +206,12 @@ static int pool_start(void)
 		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
 		if (env && *env)
 			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
-		/* Participants at once: one per online CPU up to the pool's
-		 * size; of one request: execution.max_request_parallelism
+		/* Participants at once: one per CPU of the budget up to the
+		 * pool's size; of one request: execution.max_request_parallelism
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
 		 * OPENCUFILE_PARALLEL / OPENCUFILE_REQUEST_PARALLEL override
 		 * them (experiments). */
-		parallel_max = (int)OCF_MIN(ocf_online_cpus(), (long)nworkers + 1);
+		parallel_max = (int)OCF_MIN(ocf_cpu_budget(), (long)nworkers + 1);
 		env = ocf_getenv("OPENCUFILE_PARALLEL");
 		if (env && *env)
 			parallel_max = atoi(env);

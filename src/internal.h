@@ -57,8 +57,5 @@ static inline void ocf_cpu_relax(void)
  * set-uid/set-gid processes. */
 const char *ocf_getenv(const char *name);
 
-/* sysconf(_SC_NPROCESSORS_ONLN), read once per process: glibc reads a sysfs
- * file for it, and thread counts are computed on every submission. */
-long ocf_online_cpus(void);
 
 #endif /* OCF_INTERNAL_H_ */

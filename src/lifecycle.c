@@ -21,6 +21,7 @@
 #include "batch.h"
 #include "buffer.h"
 #include "config.h"
+#include "cpu_budget.h"
 #include "cuda_loader.h"
 #include "engine.h"
 #include "gpu.h"
@@ -50,6 +51,10 @@ const struct driver_step driver_lifecycle[] = {
 	/* The CPU profile's switch (OPENCUFILE_PROFILE); before any row that
 	 * starts a thread, so every thread's work is counted. */
 	{DRIVER_OPEN, configure_profile},
+	/* The CPUs this process may use (affinity, cgroup quota,
+	 * OPENCUFILE_CPUS), read again and logged: before any row that sizes
+	 * or starts a thread pool from it (prewarm: lanes per participant). */
+	{DRIVER_OPEN, ocf_cpu_budget_refresh},
 	/* dlopen libcuda.so.1 and cuInit, once per process; without it the
 	 * library runs in host-memory mode (cuda_loader.h). */
 	{DRIVER_OPEN, load_cuda},

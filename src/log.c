@@ -43,21 +43,6 @@ static char log_path[PATH_MAX];
 
 const char *ocf_getenv(const char *name) { return secure_getenv(name); }
 
-long ocf_online_cpus(void)
-{
-	/* 0: not read yet.  Relaxed: every thread reads the same value, so a
-	 * race only repeats the work. */
-	static long n;
-	long v = __atomic_load_n(&n, __ATOMIC_RELAXED);
-	if (v == 0) {
-		v = sysconf(_SC_NPROCESSORS_ONLN);
-		if (v < 1)
-			v = 1;
-		__atomic_store_n(&n, v, __ATOMIC_RELAXED);
-	}
-	return v;
-}
-
 int log_level_from_name(const char *name)
 {
 	if (!name)

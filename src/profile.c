@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_budget.h"
 #include "internal.h"
 
 bool prof_enabled;
@@ -275,7 +276,10 @@ void prof_report(void)
 	}
 	pthread_mutex_unlock(&blocks_lock);
 	double el = (double)(mono_ns() - opened_ns) / 1e9;
-	fprintf(f, "opencufile CPU profile: pid %d, %.3f s since the driver opened\n", (int)getpid(), el);
+	struct ocf_cpu_budget cb;
+	ocf_cpu_budget_get(&cb);
+	fprintf(f, "opencufile CPU profile: pid %d, %.3f s since the driver opened, CPU budget %ld (limited by %s)\n",
+		(int)getpid(), el, cb.budget, cb.limited_by ? cb.limited_by : "online CPUs");
 	fprintf(f, "%-8s %7s %9s %8s %8s %8s %8s %8s %8s %8s %8s %22s %19s %9s %8s\n", "role", "threads",
 		"jobs", "work_s", "user_s", "sys_s", "file_s", "lookup_s", "submit_s", "lane_s", "helper_s",
 		"waits done/spin/sleep", "wait_s spin/sleep", "GB", "cpu_s/GB");

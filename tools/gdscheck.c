@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cpu_budget.h"
 #include "direct_route.h"
 #include "log.h"
 #include "stats_report.h"
@@ -322,6 +323,26 @@ static void check_kernel(const struct dr_kconfig *kcfg, bool *nvfs, bool *p2p)
 
 /* ------------------------------------------------------- configuration */
 
+/* The CPUs the library sizes its threads for: the same reading as the
+ * library's at driver open (src/cpu_budget.c), of this process, which runs
+ * with the same affinity and cgroup as a program started from the same
+ * shell.  OPENCUFILE_GDSCHECK_ROOT prefixes the /proc and /sys paths. */
+static void check_cpus(void)
+{
+	struct ocf_cpu_budget b;
+	ocf_cpu_budget_read(&b, getenv("OPENCUFILE_GDSCHECK_ROOT"));
+	printf("\nCPU budget\n");
+	printf("  %ld CPU%s (limited by %s): online %ld, affinity mask %ld", b.budget, b.budget == 1 ? "" : "s",
+	       b.limited_by, b.online, b.affinity);
+	if (b.quota > 0)
+		printf(", cgroup quota %.2f (%s)", b.quota, b.quota_from);
+	else
+		printf(", no cgroup quota");
+	if (b.cap > 0)
+		printf(", OPENCUFILE_CPUS %ld", b.cap);
+	printf("\n  engine helpers, executor threads and participants per request are sized from it\n");
+}
+
 static void check_config(void)
 {
 	struct ocf_config *cfg = calloc(1, sizeof(*cfg));
@@ -473,6 +494,7 @@ int main(int argc, char **argv)
 	       v % 1000 / 10, v);
 	report_libcufile();
 	check_config();
+	check_cpus();
 	check_gpus();
 	check_mounts(all);
 	bool nvfs = false, p2p = false;
