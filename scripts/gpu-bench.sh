@@ -59,6 +59,15 @@
 #   A third library "base" (LIBS="nv base ours", OPENCUFILE_BASE_LIB=path of
 #   another libcufile.so.0 of ours, e.g. an earlier commit's) runs beside the
 #   others, alternating, for before/after comparisons in one run.
+#   GPU_BENCH_QUICK=tp: several processes, one per GPU (the tensor-parallel
+#   loading shape): for each row, one gdsio per GPU (-d K, each its own warm
+#   data file), all started together, the libraries alternating; per-process
+#   and summed GB/s, CPU s/GB weighted by what each moved; 1 and 8 threads x
+#   16 MiB and 16 threads x 1 MiB, one process alone for the 8-thread row,
+#   and the 1- and 8-thread rows again with each process pinned (taskset) to
+#   an equal share of the CPUs, where each process's logged CPU budget is
+#   recorded.  GPU_BENCH_TP_GPUS overrides the number of GPUs (default:
+#   nvidia-smi's count; 1 without it); any number works, 1 included.
 #   GPU_BENCH_DRYRUN=1: tiny sizes, one repetition, ours only, no cache drops,
 #   no udev changes - to check the script's logic on a machine without a GPU
 #   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
@@ -129,6 +138,10 @@ if [ "$QUICK" = loader ]; then
 	REPS=${GPU_BENCH_REPS:-5}
 	TQ=(-T "$QT")
 	LATT=1
+elif [ "$QUICK" = tp ]; then
+	ONLY=${GPU_BENCH_ONLY:-"tp_t1_16m tp_t8_16m_alone tp_t8_16m tp_t16_1m tp_t1_16m_pin tp_t8_16m_pin"}
+	REPS=${GPU_BENCH_REPS:-3}
+	QT=${GPU_BENCH_QUICK_T:-1}
 elif [ "$QUICK" = kv ]; then
 	ONLY=${GPU_BENCH_ONLY:-"ceilings kv_b128_64k_rd kv_b128_64k_rd_sc kv_b128_64k_wr kv_b128_64k_wr_sc kv_16b_wait_rd kv_16b_wait_rd_sc kv_16b_poll_rd kv_16b_poll_rd_sc kv_16b_wait_wr kv_b128_1m_rd kv_b128_1m_rd_sc kv_b128_1m_wr kv_t16_64k_rd kv_t16_64k_wr kv_t16_1m_rd kv_t16_1m_wr kv_lat_b8 kv_lat_b8_sc kv_lat_64k"}
 	REPS=${GPU_BENCH_REPS:-3}
@@ -588,6 +601,120 @@ sweep_table() {
 	echo "Sweep data: $SWEEP_CSV, chart: $SWEEP_SVG"
 }
 
+# ------------------------------------------------------------- several processes
+TPN=${GPU_BENCH_TP_GPUS:-}
+if [ -z "$TPN" ]; then
+	TPN=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+	((TPN >= 1)) || TPN=1
+fi
+declare -A TPBUDGET=()
+# tp_cpus K N: the CPU list of process K of N for the pinned rows.
+tp_cpus() {
+	local k=$1 n=$2 c share
+	c=$(nproc)
+	share=$((c / n))
+	((share >= 1)) || share=1
+	echo "$((k * share % c))-$(((k * share % c) + share - 1))"
+}
+# tp_run ID LIB REP PIN ARGS...: one gdsio per GPU at once; records the sum.
+tp_run() {
+	local id=$1 lib=$2 rep=$3 pin=$4 k n=$TPN st="" sum=0 cpuw=0 pids=() v c b
+	shift 4
+	local args=("$@")
+	((rep == 0)) && args+=(-V)
+	case $id in *_alone) n=1 ;; esac
+	[ "$lib" = nv ] && udev_on
+	for ((k = 0; k < n; k++)); do
+		local pre=() envs=(CUFILE_LOGFILE_PATH="$SCRATCH/tp-$lib-$k.log")
+		((pin)) && pre=(taskset -c "$(tp_cpus "$k" "$n")")
+		rm -f "$SCRATCH/tp-$lib-$k.log"
+		if [ "$lib" = nv ]; then
+			envs+=(LD_LIBRARY_PATH="$NV_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+			timeout -k 3 60 "${pre[@]}" env -u LD_PRELOAD "${envs[@]}" "$GDSIO" -d "$k" -f "$SCRATCH/tp-$k.dat" \
+				"${args[@]}" >"$SCRATCH/tp-$k.out" 2>&1 &
+		else
+			local lp=$OURREAL
+			[ "$lib" = base ] && lp=$BASEREAL
+			timeout -k 3 60 "${pre[@]}" env LD_PRELOAD="$lp" CUFILE_LOGGING_LEVEL=INFO "${envs[@]}" "$GDSIO" \
+				-d "$k" -f "$SCRATCH/tp-$k.dat" "${args[@]}" >"$SCRATCH/tp-$k.out" 2>&1 &
+		fi
+		pids+=($!)
+	done
+	for k in "${!pids[@]}"; do wait "${pids[$k]}" || st="rc=$?"; done
+	[ "$lib" = nv ] && udev_off
+	for ((k = 0; k < n; k++)); do
+		RUNOUT=$SCRATCH/tp-$k.out
+		{
+			echo "### [t=$(elapsed)s] $id $lib rep=$rep process $k of $n$( ((pin)) && echo " pinned to CPUs $(tp_cpus "$k" "$n")"): gdsio -d $k ${args[*]}"
+			cat "$RUNOUT"
+		} >>"$RAW"
+		v=$(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == "GB_per_sec:") print $(i + 1)}' "$RUNOUT" | head -1)
+		c=$(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == "CPU_sec_per_GB:") print $(i + 1)}' "$RUNOUT" | head -1)
+		grep -q '^Extra:.*Status: ok' "$RUNOUT" || st=${st:-$(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == "Status:") print $(i + 1)}' "$RUNOUT" | head -1)}
+		[ -n "$(right_library "$lib")" ] && st=WRONG_LIBRARY
+		((rep == 0)) && ! grep -q 'Verify: PASS' "$RUNOUT" && st=${st:-verify_failed}
+		[ -z "$v" ] && { st=${st:-no_result}; continue; }
+		sum=$(awk -v a="$sum" -v b="$v" 'BEGIN {print a + b}')
+		cpuw=$(awk -v a="$cpuw" -v b="$v" -v c="${c:-0}" 'BEGIN {print a + b * c}')
+		b=$(grep -o 'CPU budget [0-9]* (limited by [a-zA-Z_ ]*)' "$SCRATCH/tp-$lib-$k.log" 2>/dev/null | tail -1)
+		[ -n "$b" ] && ((pin)) && TPBUDGET[$id|$k]=${b#CPU budget }
+	done
+	RUNOUT=$SCRATCH/run.out
+	if [ -n "$st" ]; then
+		[ -z "${ST[$id|$lib]:-}" ] && ST[$id|$lib]=$st
+		((rep == 0)) && VF[$id|$lib]="FAIL($st)"
+		return 1
+	fi
+	((rep == 0)) && { VF[$id|$lib]=PASS; return 0; }
+	V[$id|$lib|GB_per_sec]="${V[$id|$lib|GB_per_sec]:-} $sum"
+	V[$id|$lib|CPU_sec_per_GB]="${V[$id|$lib|CPU_sec_per_GB]:-} $(awk -v w="$cpuw" -v s="$sum" 'BEGIN {if (s > 0) printf "%.4f", w / s}')"
+	return 0
+}
+# tp_workload ID PIN ARGS...: the verified round, then REPS rounds, the
+# libraries alternating.
+tp_workload() {
+	local id=$1 pin=$2 lib r line
+	shift 2
+	wanted "$id" || return 0
+	plan_ok "$id" 0 60 || { for lib in $LIBS; do ST[$id|$lib]=plan_error; done; return 0; }
+	if (($(left) < 20)); then
+		SKIPPED+=("$id")
+		return 0
+	fi
+	local -A dead=()
+	for lib in $LIBS; do tp_run "$id" "$lib" 0 "$pin" "$@" || dead[$lib]=1; done
+	for ((r = 1; r <= REPS; r++)); do
+		local order=$LIBS
+		((r % 2 == 0)) && order=$(echo "$LIBS" | awk '{for (i = NF; i >= 1; i--) printf "%s%s", $i, (i > 1 ? " " : "")}')
+		for lib in $order; do
+			[ -n "${dead[$lib]:-}" ] && continue
+			(($(left) < 5)) && break 2
+			tp_run "$id" "$lib" "$r" "$pin" "$@" || dead[$lib]=1
+		done
+	done
+	local np=$TPN
+	case $id in *_alone) np=1 ;; esac
+	line="[t=$(elapsed)s] $id ($np process(es)):"
+	for lib in $LIBS; do line+=" $lib ${VF[$id|$lib]:-?}${ST[$id|$lib]:+/${ST[$id|$lib]}} [$(echo ${V[$id|$lib|GB_per_sec]:-} | tr ' ' ',')]"; done
+	say "$line"
+}
+tp_mode() {
+	local k
+	for ((k = 0; k < TPN; k++)); do
+		[ -e "$SCRATCH/tp-$k.dat" ] || CREATED+=("$SCRATCH/tp-$k.dat")
+		env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$SCRATCH/tp-$k.dat" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create tp-$k.dat"; return; }
+		env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$SCRATCH/tp-$k.dat" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
+	done
+	say "gpu-bench: tp mode, $TPN process(es), one per GPU, $(nproc) CPUs"
+	local T=(-T "$QT" -x 0 -m 0 -N -s "$SIZE")
+	tp_workload tp_t1_16m 0 "${T[@]}" -w 1 -i 16M
+	tp_workload tp_t8_16m_alone 0 "${T[@]}" -w 8 -i 16M
+	tp_workload tp_t8_16m 0 "${T[@]}" -w 8 -i 16M
+	tp_workload tp_t16_1m 0 "${T[@]}" -w 16 -i 1M
+	tp_workload tp_t1_16m_pin 1 "${T[@]}" -w 1 -i 16M
+	tp_workload tp_t8_16m_pin 1 "${T[@]}" -w 8 -i 16M
+}
+
 # ------------------------------------------------------------- the table
 fmt() { [ "$1" = - ] && { echo -; return; }; awk -v v="$1" 'BEGIN {if (v >= 100) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v}'; }
 
@@ -627,6 +754,11 @@ check() {
 		cpule:*) # CPU s/GB at most this
 			a=$(median_of "$id" ours CPU_sec_per_GB)
 			if [ -n "$a" ]; then awk -v a="$a" -v b="${c#cpule:}" 'BEGIN {exit !(a <= b)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		cpuxnv:*) # CPU s/GB at most this many times NVIDIA's
+			a=$(median_of "$id" ours CPU_sec_per_GB)
+			ref=$(median_of "$id" nv CPU_sec_per_GB)
+			if [ -n "$a" ] && [ -n "$ref" ]; then awk -v a="$a" -v r="$ref" -v f="${c#cpuxnv:}" 'BEGIN {exit !(a <= f * r)}' || ok=NO
 			elif [ "$ok" = yes ]; then ok="?"; fi ;;
 		cpunv) # CPU s/GB no more than NVIDIA's
 			a=$(median_of "$id" ours CPU_sec_per_GB)
@@ -682,6 +814,12 @@ ROWS=(
 	"wr_dio|GB_per_sec|write from GPU, O_DIRECT, 1 thread x 16 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_odirect_1x16MiB|0"
 	"wr_buf|GB_per_sec|write from GPU, buffered, 8 threads x 1 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_buffered_8x1MiB|0"
 	"drvopen|first_ms|cuFileDriverOpen, first in a process (ms)|<= 50|le:50|1"
+	"tp_t1_16m|GB_per_sec|TP: one process per GPU, 1 thread x 16 MiB each, summed (GB/s)|>= 1.5x NVIDIA, CPU <= 1.25x NVIDIA|xnv:1.5 cpuxnv:1.25|0"
+	"tp_t8_16m_alone|GB_per_sec|TP: one process alone, 8 threads x 16 MiB (GB/s)|||0"
+	"tp_t8_16m|GB_per_sec|TP: one process per GPU, 8 threads x 16 MiB each, summed (GB/s)|>= 1.8x alone, >= 1.5x NVIDIA, CPU <= 1.1x NVIDIA|xrow:1.8:tp_t8_16m_alone xnv:1.5 cpuxnv:1.1|0"
+	"tp_t16_1m|GB_per_sec|TP: one process per GPU, 16 threads x 1 MiB each, summed (GB/s)|>= NVIDIA|xnv:1|0"
+	"tp_t1_16m_pin|GB_per_sec|TP: the same 1 x 16 MiB, each process pinned to 1/N of the CPUs (GB/s)|>= NVIDIA|xnv:1|0"
+	"tp_t8_16m_pin|GB_per_sec|TP: the same 8 x 16 MiB, each process pinned to 1/N of the CPUs (GB/s)|>= NVIDIA|xnv:1|0"
 	"kv_b128_64k_rd|GB_per_sec|KV: one batch of 128 x 64 KiB reads, contiguous, registered (GB/s)|>= 0.3x the 64 KiB copy ceiling|xceil:0.3:h2d_pinned_64KiB_best|0"
 	"kv_b128_64k_rd_sc|GB_per_sec|KV: one batch of 128 x 64 KiB reads, scattered, registered (GB/s)|>= 20 or >= 0.8x grouped copies|ge:20|0"
 	"kv_b128_64k_wr|GB_per_sec|KV: one batch of 128 x 64 KiB writes, contiguous, registered (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
@@ -773,6 +911,11 @@ print_table() {
 				PIN[$id]=""
 			done
 		fi
+		if ((${#TPBUDGET[@]})); then
+			echo
+			echo "CPU budget each pinned process of ours logged at driver open (tp mode, $TPN processes):"
+			for k in $(printf '%s\n' "${!TPBUDGET[@]}" | sort); do echo "- ${k/|/ process }: ${TPBUDGET[$k]}"; done
+		fi
 		sweep_table
 		echo
 		echo "| ceiling | value |"
@@ -814,6 +957,8 @@ if [ "$QUICK" = loader ]; then
 else
 	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread
 fi
+
+[ "$QUICK" = tp ] && tp_mode
 
 SB=$(bytes "$SIZE")
 (($(bytes "$BATCHSZ") > SB)) && BATCHSZ=$SIZE

@@ -5,7 +5,7 @@
 #
 # scripts/gpu-bench.sh's dry run (GPU_BENCH_DRYRUN=1, the stand-in driver)
 # catches a wrong benchmark plan before a GPU minute is spent:
-#  - the KV quick mode and the loader quick mode run to their end (exit 0),
+#  - the KV, loader and tp (several processes) quick modes run to their end (exit 0),
 #    with no shell error (an unset variable under set -u, such as the
 #    pinned-memory table when no figure was collected: gdscheck is hidden
 #    here so that none is);
@@ -82,6 +82,16 @@ check loader "$T/loader" $?
 for id in $loader_rows; do
 	grep -q "^plan: $id " "$T/loader/out" || bad loader "row $id of the loader mode has no plan line"
 done
+# Several processes, one per GPU: two at once on the stand-in's two GPUs.
+dry tp "$SRC/scripts/gpu-bench.sh" "$T/tp" GPU_BENCH_TP_GPUS=2
+check tp "$T/tp" $?
+for id in tp_t1_16m tp_t8_16m_alone tp_t8_16m tp_t16_1m tp_t1_16m_pin tp_t8_16m_pin; do
+	grep -q "^plan: $id " "$T/tp/out" || bad tp "row $id of the tp mode has no plan line"
+done
+grep -q "process 1 of 2" "$T/tp/bench.log" || bad tp "the second process of a row never ran"
+grep -q "pinned to CPUs" "$T/tp/bench.log" || bad tp "no pinned run"
+grep -q "^- tp_t8_16m_pin process 0: [0-9]* (limited by" "$T/tp/out" ||
+	bad tp "no CPU budget logged by a pinned process"
 
 # The old mistake, put back into a copy of the script: caught, not run.
 mkdir -p "$T/copy/scripts"
