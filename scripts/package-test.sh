@@ -42,26 +42,8 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=${DEBIAN_SUITE:-bookworm}
 multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 libdir=/usr/lib/$multiarch
-pass=0 fail=0
-
-ok() { echo "ok:   $*"; pass=$((pass + 1)); }
-not_ok() { echo "FAIL: $*"; fail=$((fail + 1)); }
-# check DESCRIPTION COMMAND...: one check, the command's output shown on failure.
-check() {
-	local what=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		ok "$what"
-	else
-		not_ok "$what"
-		tail -30 <<<"$out" | sed 's/^/      /'
-	fi
-}
-finish() {
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
+# shellcheck source=scripts/checks.sh
+. scripts/checks.sh
 
 need=()
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)

@@ -20,6 +20,8 @@ command -v valgrind >/dev/null || need+=(valgrind)
 # ... and builds the tree with clang (-Werror) and replays the libFuzzer
 # corpora, which need clang.
 command -v clang >/dev/null || need+=(clang)
+# The Python wheel's test makes a venv with pip (python3 -m venv: ensurepip).
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: please install: ${need[*]}" >&2

@@ -33,6 +33,12 @@
 #include "stream.h"
 #include "watchdog.h"
 
+#include <dlfcn.h>
+
+#ifndef OCF_VERSION_STRING /* the build gives the project's version */
+#define OCF_VERSION_STRING "unknown"
+#endif
+
 static void load_cuda(void);
 static void arm_exit_after_cuinit(void);
 static void prewarm_gpus(void);
@@ -163,9 +169,14 @@ static void prewarm_gpus(void) { gpu_prewarm_start(engine_participants()); }
 
 static void configure_profile(void) { prof_configure(ocf_cfg.cpu_profile); }
 
+/* Names this library and its file, so that a log says which libcufile.so.0
+ * a client ran with (the Python wheel's, a package's, a build's). */
 static void log_opened(void)
 {
-	log_info("driver opened (%s)", cuda_available() ? "CUDA available" : "host memory only");
+	Dl_info self;
+	const char *file = dladdr((void *)log_opened, &self) && self.dli_fname ? self.dli_fname : "?";
+	log_info("opencufile %s (%s): driver opened (%s)", OCF_VERSION_STRING, file,
+		 cuda_available() ? "CUDA available" : "host memory only");
 }
 
 static void stop_engine(void) { ocf_engine->shutdown(); }
