@@ -844,10 +844,26 @@ static int request_participants(const struct ocf_io *io)
 	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
 }
 
+/* OPENCUFILE_ALONE_CHUNK_KB (experiments; 0, the default: off): the
+ * smallest chunk of a request its caller moves alone, so that the file
+ * read of one chunk overlaps the copy of the one before. */
+static size_t alone_chunk_bytes(void)
+{
+	static size_t v = (size_t)-1;
+	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	if (cur == (size_t)-1) {
+		const char *env = ocf_getenv("OPENCUFILE_ALONE_CHUNK_KB");
+		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : 0;
+		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
+	}
+	return cur;
+}
+
 static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers)
 {
 	size_t A = OCF_MAX(fio_align(io->h), (size_t)4096);
-	size_t min_chunk = OCF_MAX(helpers ? min_chunk_bytes : max_chunk, A);
+	size_t alone = alone_chunk_bytes();
+	size_t min_chunk = OCF_MAX(helpers ? min_chunk_bytes : alone ? alone : max_chunk, A);
 	if (min_chunk > max_chunk)
 		min_chunk = max_chunk;
 	/* Three chunks for every participant, as far as the minimum allows:
