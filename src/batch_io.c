@@ -53,6 +53,7 @@
 #define _GNU_SOURCE
 #include "batch_io.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "cuda_loader.h"
@@ -219,6 +220,10 @@ static void close_run(struct bio_worker *w)
 		size_t n = (size_t)got > rel ? (size_t)got - rel : 0;
 		it->result = (ssize_t)OCF_MIN(n, it->io.len);
 	}
+	/* Copies this worker queued before this run's are ahead of it. */
+	if (got > 0)
+		fio_flush_before_copy(stage_base(w, w->cur) + w->run_pos + w->run_skew, (size_t)got,
+				      w->buf[w->cur].copies ? INT_MAX : 0);
 	queue_copies(w, first, last);
 }
 

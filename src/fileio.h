@@ -72,6 +72,21 @@ ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, 
  * its size would send them. */
 ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n);
 
+/* Before the host-to-device copy of bytes a file read has just put into
+ * staging: writes their cache lines back to memory (clwb) when the copy is
+ * likely to wait behind others, `busy` being how many copies may be queued
+ * or running beside it (the engine's busy participants; a batch worker's
+ * copies queued before this one), and the bytes are few (at most
+ * OPENCUFILE_FLUSH_MAX_KB, 512).  A DMA read of lines the CPU holds
+ * modified is slow, and when copies queue the copy engine is what limits
+ * the rate: the CPU's write-back, done while the copy would wait anyway,
+ * is cheaper (docs/architecture.md, "Staged bytes written back").  With
+ * few copies queued the write-back would only lengthen the request.
+ * OPENCUFILE_FLUSH_STAGED: "off", "clwb" (the default where the CPU has
+ * it), "clflushopt"; OPENCUFILE_FLUSH_BUSY: the smallest `busy` that
+ * flushes (8).  x86-64 only; elsewhere a no-op. */
+void fio_flush_before_copy(const void *p, size_t n, int busy);
+
 /* Writes n bytes from src to [off, off+n).  With O_DIRECT, src must satisfy
  * src % align == off % align (as staged data does); the unaligned head and
  * tail go through a buffered descriptor.  The aligned body goes through

@@ -57,6 +57,7 @@ struct ocf_job {
 	/* Protected by the engine's queue lock. */
 	int helpers_wanted;
 	struct ocf_job *qnext;
+	uint64_t queued_ns; /* prof_now() when queued (0: profiling off) */
 
 	/* A striped device read (stripe.c): set before any helper can see
 	 * the job, read-only afterwards, except the atomics. */

@@ -280,9 +280,9 @@ void prof_report(void)
 	ocf_cpu_budget_get(&cb);
 	fprintf(f, "opencufile CPU profile: pid %d, %.3f s since the driver opened, CPU budget %ld (limited by %s)\n",
 		(int)getpid(), el, cb.budget, cb.limited_by ? cb.limited_by : "online CPUs");
-	fprintf(f, "%-8s %7s %9s %8s %8s %8s %8s %8s %8s %8s %8s %22s %19s %9s %8s\n", "role", "threads",
+	fprintf(f, "%-8s %7s %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %22s %19s %9s %8s\n", "role", "threads",
 		"jobs", "work_s", "user_s", "sys_s", "file_s", "lookup_s", "submit_s", "lane_s", "helper_s",
-		"waits done/spin/sleep", "wait_s spin/sleep", "GB", "cpu_s/GB");
+		"start_s", "waits done/spin/sleep", "wait_s spin/sleep", "GB", "cpu_s/GB");
 	for (int i = 0; i <= PROF_NROLES; i++) {
 		if (i < PROF_NROLES && !sum[i].threads)
 			continue;
@@ -300,12 +300,12 @@ void prof_report(void)
 			snprintf(cpg, sizeof(cpg), "-");
 		fprintf(
 		    f,
-		    "%-8s %7llu %9llu %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %22s %19s %9.3f %8s\n",
+		    "%-8s %7llu %9llu %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %22s %19s %9.3f %8s\n",
 		    i < PROF_NROLES ? role_names[i] : "total", (unsigned long long)sum[i].threads,
 		    (unsigned long long)sum[i].brackets, sum[i].work / 1e9, sum[i].user / 1e9,
 		    sum[i].sys / 1e9, sum[i].t[PROF_T_FILE] / 1e9, sum[i].t[PROF_T_LOOKUP] / 1e9,
 		    sum[i].t[PROF_T_SUBMIT] / 1e9, sum[i].t[PROF_T_LANE] / 1e9,
-		    sum[i].t[PROF_T_HELPERS] / 1e9, waits, wt, gb, cpg);
+		    sum[i].t[PROF_T_HELPERS] / 1e9, sum[i].t[PROF_T_START] / 1e9, waits, wt, gb, cpg);
 	}
 	fprintf(f, "(user_s/sys_s: CPU time of the threads while they worked for the library; GB: bytes each "
 		   "role moved itself)\n");

@@ -38,6 +38,7 @@ enum prof_time {
 	PROF_T_LANE,	/* waiting for a free staging lane */
 	PROF_T_HELPERS, /* a caller waiting for the helpers of its request */
 	PROF_T_LOOKUP,	/* resolving a handle and a buffer (pointer queries) */
+	PROF_T_START,	/* a helper: from its request being queued to joining it */
 	PROF_NTIMES
 };
 
