@@ -18,6 +18,14 @@
  *     are contiguous in device memory too (gdsio-style batches of
  *     consecutive buffers become one copy).  The thread goes on reading the
  *     next run while they run.
+ *   - Stretches of at most 512 KiB are not queued one by one but gathered,
+ *     up to 16, and handed to the driver in one cuMemcpyBatchAsync where it
+ *     has one (CUDA 13): a paged KV pool's blocks are scattered in device
+ *     memory, and separate 64 KiB copies cannot pass 17.4 GB/s on the H200
+ *     machine where grouped ones reach 47.6.  The gathered copies are
+ *     queued when 16 are gathered, before any other copy on the stream, and
+ *     when the buffer is sealed; a refused grouped call falls back to
+ *     separate copies.
  *   - When a buffer is full the lane's event of that buffer is recorded and
  *     the next buffer is filled; a buffer is waited for (one event) only
  *     when it is needed again or at the end.  Then all entries staged in it
@@ -144,11 +152,99 @@ static ssize_t read_into_stage(struct bio_worker *w, struct ocf_handle *h, size_
 	return r;
 }
 
+/* Copies larger than this are queued alone: the per-copy cost that
+ * grouping saves is small beside their transfer (batches of 1 MiB entries
+ * went no faster grouped on the H200 machine). */
+#define GROUP_MAX_BYTES ((size_t)512 << 10)
+
+/* Grouped copies: on while the driver has cuMemcpyBatchAsync and has not
+ * refused the form (OPENCUFILE_GROUPED_COPIES=0 turns them off). */
+static int grouped_state = -1; /* -1 unknown, 0 off, 1 on; relaxed atomics */
+
+static bool grouped_on(void)
+{
+	int v = __atomic_load_n(&grouped_state, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const char *env = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
+		v = ocf_cu.MemcpyBatchAsync && !(env && !strcmp(env, "0"));
+		__atomic_store_n(&grouped_state, v, __ATOMIC_RELAXED); /* idempotent */
+	}
+	return v == 1;
+}
+
+/* Marks the items of gathered copy k: queued, or failed with err. */
+static void group_mark(struct bio_worker *w, int k, long err)
+{
+	struct bio_item *x = w->g_first[k];
+	for (int i = 0; i < w->g_items[k]; i++, x = x->next) {
+		x->copied = err == 0;
+		if (err)
+			x->result = err;
+	}
+	w->buf[w->cur].copies |= err == 0;
+}
+
+/* Queues the gathered copies of buf[cur]: one grouped call, or one copy
+ * each where there is only one or the driver refused the group.  A refusal
+ * falls back to the separate copies (a copy the failed call may have queued
+ * is queued again: the same bytes to the same place), so a grouped call
+ * never costs an entry its data; a driver that calls the form invalid
+ * (CUDA_ERROR_INVALID_VALUE or _NOT_SUPPORTED) gets separate copies from
+ * then on. */
+static void group_flush(struct bio_worker *w)
+{
+	int n = w->ng;
+	if (!n)
+		return;
+	w->ng = 0;
+	CUstream s = w->lane->nb_stream;
+	if (n > 1) {
+		CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+		size_t attr_idx = 0;
+		uint64_t t0 = prof_now();
+		CUresult r = ocf_cu.MemcpyBatchAsync(w->g_dst, w->g_src, w->g_len, (size_t)n, &attr, &attr_idx, 1, s);
+		prof_time(PROF_T_SUBMIT, t0);
+		if (r == CUDA_SUCCESS) {
+			for (int k = 0; k < n; k++)
+				group_mark(w, k, 0);
+			return;
+		}
+		log_warn("batch I/O: grouped copy of %d blocks failed (%s); copying them one by one", n,
+			 cuda_error_name(r));
+		if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED)
+			__atomic_store_n(&grouped_state, 0, __ATOMIC_RELAXED);
+	}
+	for (int k = 0; k < n; k++) {
+		uint64_t t0 = prof_now();
+		CUresult r = ocf_cu.MemcpyHtoDAsync(w->g_dst[k], (const void *)(uintptr_t)w->g_src[k], w->g_len[k], s);
+		prof_time(PROF_T_SUBMIT, t0);
+		group_mark(w, k, r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r));
+	}
+}
+
+/* Gathers one host-to-device copy of n items from `first` on. */
+static void group_add(struct bio_worker *w, CUdeviceptr dev, const char *src, size_t len, struct bio_item *first,
+		      int n)
+{
+	if (w->ng == BIO_GROUP)
+		group_flush(w);
+	int k = w->ng++;
+	w->g_dst[k] = dev;
+	w->g_src[k] = (CUdeviceptr)(uintptr_t)src;
+	w->g_len[k] = len;
+	w->g_first[k] = first;
+	w->g_items[k] = n;
+}
+
 /* Queues the copies of the items [first, last] of the open run, one per
  * stretch contiguous in device memory.  Reads copy what was read
- * (it->result bytes); writes copy the whole entry. */
+ * (it->result bytes); writes copy the whole entry.  Read copies are
+ * gathered for a grouped call (group_flush) where the driver has one. */
 static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bio_item *last)
 {
+	bool group = !w->run_write && grouped_on();
+	if (!group)
+		group_flush(w); /* stream order: gathered copies first */
 	struct bio_buf *bb = &w->buf[w->cur];
 	CUstream s = w->lane->nb_stream;
 	struct bio_item *seg = NULL, *it = first, *stop = last->next;
@@ -161,7 +257,14 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 			n = w->run_write ? it->io.len : (size_t)it->result;
 		bool joins = seg && n && it->io.t.dev == dev + len && it->stage == at + len &&
 			     buf_same_allocation(&it->io.t, &seg->io.t);
-		if (seg && !joins) {
+		if (seg && !joins && group && len <= GROUP_MAX_BYTES) {
+			int items = 0;
+			for (struct bio_item *x = seg; x != it; x = x->next)
+				items++;
+			group_add(w, dev, stage_base(w, w->cur) + at, len, seg, items);
+			seg = NULL;
+		} else if (seg && !joins) {
+			group_flush(w); /* stream order: gathered copies first */
 			/* Queue [seg, it). */
 			char *src = stage_base(w, w->cur) + at;
 			uint64_t t0 = prof_now();
@@ -220,10 +323,11 @@ static void close_run(struct bio_worker *w)
 		size_t n = (size_t)got > rel ? (size_t)got - rel : 0;
 		it->result = (ssize_t)OCF_MIN(n, it->io.len);
 	}
-	/* Copies this worker queued before this run's are ahead of it. */
+	/* Copies this worker queued or gathered before this run's are ahead
+	 * of it. */
 	if (got > 0)
 		fio_flush_before_copy(stage_base(w, w->cur) + w->run_pos + w->run_skew, (size_t)got,
-				      w->buf[w->cur].copies ? INT_MAX : 0);
+				      w->buf[w->cur].copies || w->ng ? INT_MAX : 0);
 	queue_copies(w, first, last);
 }
 
@@ -296,6 +400,7 @@ static void retire(struct bio_worker *w, int j)
 static void seal(struct bio_worker *w)
 {
 	close_run(w);
+	group_flush(w);
 	struct bio_buf *bb = &w->buf[w->cur];
 	if (!bb->head)
 		return;

@@ -52,6 +52,10 @@ struct bio_buf {
 };
 
 /* One thread's state; on its stack, between bio_begin() and bio_end(). */
+/* Copies gathered into one grouped call at most (16 x 64 KiB copies in one
+ * call: 47.6 GB/s on the H200 machine, against 17.4 as separate copies). */
+#define BIO_GROUP 16
+
 struct bio_worker {
 	bio_done_fn done;
 	void *arg;
@@ -68,6 +72,14 @@ struct bio_worker {
 	bool run_write;
 	off_t run_off;
 	size_t run_len, run_pos, run_skew;
+	/* Host-to-device copies of buf[cur] gathered for one grouped call
+	 * (cuMemcpyBatchAsync): each copies the bytes of g_items[k] items
+	 * from g_first[k] on. */
+	int ng;
+	CUdeviceptr g_dst[BIO_GROUP], g_src[BIO_GROUP];
+	size_t g_len[BIO_GROUP];
+	struct bio_item *g_first[BIO_GROUP];
+	int g_items[BIO_GROUP];
 	struct bio_item *done_head, *done_tail;
 };
 

@@ -44,6 +44,9 @@ static void load_driver(void)
 	}
 	OCF_CUDA_FUNCS(OCF_CUDA_RESOLVE)
 #undef OCF_CUDA_RESOLVE
+#define OCF_CUDA_RESOLVE_OPTIONAL(name, sym, ret, args) t.name = (ret(*) args)dlsym(lib, sym);
+	OCF_CUDA_OPTIONAL_FUNCS(OCF_CUDA_RESOLVE_OPTIONAL)
+#undef OCF_CUDA_RESOLVE_OPTIONAL
 
 	CUresult r = t.Init(0);
 	if (r != CUDA_SUCCESS) {

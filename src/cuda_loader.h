@@ -72,9 +72,18 @@
 	X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult,                  \
 	  (CUdeviceptr *, void *, unsigned int))
 
+/* Entry points the library uses where the driver has them (NULL where it
+ * does not; the caller has a way without). */
+#define OCF_CUDA_OPTIONAL_FUNCS(X)                                                             \
+	/* CUDA 13's form (12.8's cuMemcpyBatchAsync had a failIdx argument):    \
+	 * many scattered copies in one call (batch_io.c). */                    \
+	X(MemcpyBatchAsync, "cuMemcpyBatchAsync_v2", CUresult,                                \
+	  (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t, CUstream))
+
 struct ocf_cuda {
 #define OCF_CUDA_MEMBER(name, sym, ret, args) ret(*name) args;
 	OCF_CUDA_FUNCS(OCF_CUDA_MEMBER)
+	OCF_CUDA_OPTIONAL_FUNCS(OCF_CUDA_MEMBER)
 #undef OCF_CUDA_MEMBER
 };
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * (fake driver only) Batch entries into device memory share the work:
+ *   - the same reads into scattered slots of device memory have their
+ *     copies grouped (cuMemcpyBatchAsync, at most 16 per call);
  *   - 128 consecutive 64 KiB reads served by 4 executor threads cost at
  *     most two host-to-device copies, event records and preads per claim
  *     of 32 entries (one per staging buffer it touches), one pointer
@@ -80,6 +82,46 @@ static void big_batch(CUfileBatchHandle_t b, CUfileHandle_t fh, CUdeviceptr d, c
 	T_ASSERT(h != NULL);
 	t_dev_get(h, d, BIG * BSZ);
 	T_ASSERT(t_check_pattern(h, BIG * BSZ, 0, 0, what) == 0);
+	free(h);
+}
+
+/* 128 file-consecutive 64 KiB reads into the slots of d in a scattered
+ * order (no two neighbours in the file are neighbours in memory): one
+ * pread per run as before, and the copies of a staging buffer's 32 blocks
+ * go to the driver as grouped calls of at most 16 (cuMemcpyBatchAsync),
+ * not one call each. */
+static void scattered_batch(CUfileBatchHandle_t b, CUfileHandle_t fh, CUdeviceptr d)
+{
+	static CUfileIOParams_t io[BIG];
+	static CUfileIOEvents_t ev[BIG];
+	for (int i = 0; i < BIG; i++) {
+		int slot = (i * 37 + 11) % BIG; /* 37 is prime to 128: a permutation */
+		io[i] = t_batch_io(CUFILE_READ, fh, (void *)(uintptr_t)d, BSZ, (off_t)(i * BSZ), (off_t)(slot * BSZ),
+				   (void *)(uintptr_t)(i + 1));
+	}
+	unsigned long g0 = fakecuda_call_count("cuMemcpyBatchAsync_v2");
+	unsigned long c0 = fakecuda_call_count("cuMemcpyHtoDAsync_v2");
+	T_CUFILE_OK(cuFileBatchIOSubmit(b, BIG, io, 0));
+	t_batch_collect(b, BIG, ev);
+	for (int i = 0; i < BIG; i++) {
+		T_EQ(ev[i].status, CUFILE_COMPLETE);
+		T_EQ_U(ev[i].ret, BSZ);
+	}
+	unsigned long grouped = fakecuda_call_count("cuMemcpyBatchAsync_v2") - g0;
+	unsigned long single = fakecuda_call_count("cuMemcpyHtoDAsync_v2") - c0;
+	fprintf(stderr, "scattered: %d entries: %lu grouped copy calls, %lu single copies\n", BIG, grouped, single);
+	/* 4 claims of 32, each over at most two staging buffers: at most two
+	 * groups of 16 and a remainder per buffer. */
+	T_ASSERT(grouped >= BIG / 16 / 2);
+	T_LE_U(grouped + single, 4 * 2 * 3);
+	uint8_t *h = malloc(BIG * BSZ);
+	T_ASSERT(h != NULL);
+	t_dev_get(h, d, BIG * BSZ);
+	for (int i = 0; i < BIG; i++) {
+		int slot = (i * 37 + 11) % BIG;
+		if (t_check_pattern(h + (size_t)slot * BSZ, BSZ, (uint64_t)i * BSZ, 0, "scattered"))
+			T_FAIL("entry %d (slot %d) has the wrong bytes", i, slot);
+	}
 	free(h);
 }
 
@@ -193,6 +235,7 @@ int main(void)
 	big_batch(b, fh, d, "unregistered", true);
 	T_CUFILE_OK(cuFileBufRegister((void *)(uintptr_t)d, BIG * BSZ, 0));
 	big_batch(b, fh, d, "registered", true);
+	scattered_batch(b, fh, d);
 	T_CUFILE_OK(cuFileBufDeregister((void *)(uintptr_t)d));
 	t_unpin_cached(&pin);
 	T_CU(cuMemFree(d));
@@ -208,12 +251,18 @@ int main(void)
 	/* A staging buffer of these entries holds a short copy: its event is
 	 * polled with cuEventQuery (a long copy's is slept for in
 	 * cuEventSynchronize after one query). */
-	const char *funcs[] = {"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord",
-			       "cuEventQuery",         "cuCtxPushCurrent_v2",  "cuStreamSynchronize"};
+	/* The reads' copies (one run, four stretches of device memory) go
+	 * as one grouped call; a failed grouped call falls back to single
+	 * copies, which the first round makes fail in turn. */
+	const char *funcs[] = {"cuMemcpyHtoDAsync_v2", "cuMemcpyBatchAsync_v2", "cuMemcpyDtoHAsync_v2",
+			       "cuEventRecord",        "cuEventQuery",          "cuCtxPushCurrent_v2",
+			       "cuStreamSynchronize"};
 	for (size_t k = 0; k < sizeof(funcs) / sizeof(funcs[0]); k++) {
 		/* The stream is synchronised after a failed wait. */
 		bool sync = !strcmp(funcs[k], "cuStreamSynchronize");
-		fault_round(b, fh, wfh, wfd, d, funcs[k], sync ? "cuEventQuery" : NULL);
+		bool single = !strcmp(funcs[k], "cuMemcpyHtoDAsync_v2");
+		fault_round(b, fh, wfh, wfd, d, funcs[k],
+			    sync ? "cuEventQuery" : single ? "cuMemcpyBatchAsync_v2" : NULL);
 	}
 
 	cuFileBatchIODestroy(b);

@@ -41,6 +41,8 @@
 	X(StreamCreate, "cuStreamCreate", (CUstream *, unsigned))                                            \
 	X(StreamDestroy, "cuStreamDestroy_v2", (CUstream))                                                   \
 	X(StreamSynchronize, "cuStreamSynchronize", (CUstream))                                              \
+	X(MemcpyBatchAsync, "cuMemcpyBatchAsync_v2",                                                         \
+	  (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t, CUstream)) \
 	X(MemGetAllocationGranularity, "cuMemGetAllocationGranularity",                                      \
 	  (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))                         \
 	X(MemCreate, "cuMemCreate",                                                                          \

@@ -3819,6 +3819,53 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *
 	return enqueue_copy(hStream, d, srcHost, ByteCount);
 }
 
+/* CUDA 13's cuMemcpyBatchAsync (symbol cuMemcpyBatchAsync_v2): each copy
+ * pointer to pointer, device or host on either side, queued in order on
+ * the stream (the real driver promises no order within the batch).  The
+ * argument rules of the driver's documentation: count copies, numAttrs
+ * attributes whose first index is 0 and whose indexes rise and stay below
+ * count, a valid source access order each, not the legacy stream; a copy
+ * that is invalid fails the call before anything is queued. */
+FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+					      CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+					      CUstream hStream)
+{
+	ENTER();
+	NEED_CTX(c);
+	(void)c;
+	if (!count || !dsts || !srcs || !sizes || !attrs || !attrsIdxs || !numAttrs || numAttrs > count ||
+	    attrsIdxs[0] != 0 || hStream == NULL || hStream == CU_STREAM_LEGACY)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t k = 0; k < numAttrs; k++) {
+		if (attrs[k].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+		    attrs[k].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (k && (attrsIdxs[k] <= attrsIdxs[k - 1] || attrsIdxs[k] >= count))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < count; i++) {
+		void *p;
+		if (!dsts[i] || !srcs[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		/* A pointer inside a device allocation must keep the copy in it. */
+		if (dev_range(dsts[i], 1, &p) == CUDA_SUCCESS && dev_range(dsts[i], sizes[i], &p) != CUDA_SUCCESS)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (dev_range(srcs[i], 1, &p) == CUDA_SUCCESS && dev_range(srcs[i], sizes[i], &p) != CUDA_SUCCESS)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < count; i++) {
+		void *d = (void *)(uintptr_t)dsts[i], *src = (void *)(uintptr_t)srcs[i];
+		if (dev_range(dsts[i], sizes[i], &d) != CUDA_SUCCESS)
+			d = (void *)(uintptr_t)dsts[i];
+		if (dev_range(srcs[i], sizes[i], &src) != CUDA_SUCCESS)
+			src = (void *)(uintptr_t)srcs[i];
+		CUresult r = enqueue_copy(hStream, d, src, sizes[i]);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
 FC_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
 					     CUstream hStream)
 {
