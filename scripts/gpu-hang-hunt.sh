@@ -18,7 +18,8 @@
 #             verified, HUNT_N_ASYNC times (20)
 #   kv16      the KV-cache pool: 16 batch handles of 128 x 64 KiB in flight
 #             from 4 threads (gdsio -x 5 -H 4), reads then writes, reaped
-#             with GetStatus(nr, NULL), data verified, HUNT_N_KV times (10)
+#             with GetStatus(nr, NULL), data verified, HUNT_N_KV times (10);
+#             the reads also scattered (gdsio -R: grouped copies, batch_io.c)
 #   kv16p     the same, polled (min_nr 0, zero timeout)
 #   stripe    the striped path of device reads (stripe.c: helpers wait for
 #             buffers, the caller for stripes, on futex words): 1 thread x
@@ -165,6 +166,8 @@ esac
 kv16() {
 	local style=$1
 	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 5 -B 128 -H 4 -W "$style" -i 64K -m 0 -N -w 4 -s 1G -T 2 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 5 -B 128 -H 4 -W "$style" -R -i 64K -m 0 -N -w 4 -s 1G -T 2 \
+			-V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$WDATA" -I 1 -x 5 -B 128 -H 4 -W "$style" -i 64K -m 0 -N -w 4 -s 1G -T 2 -V
 }
 step kv16 "${HUNT_N_KV:-10}" kv16 wait
