@@ -746,6 +746,12 @@ check() {
 		le:*) awk -v a="$ours" -v b="${c#le:}" 'BEGIN {exit !(a <= b)}' || ok=NO ;;
 		xnv:*) if [ -n "$nv" ]; then awk -v a="$ours" -v n="$nv" -v f="${c#xnv:}" 'BEGIN {exit !(a >= f * n)}' || ok=NO
 		       elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		geor:*) # at least X, or at least F x ceiling C: geor:X:F:C
+			c=${c#geor:}
+			ref=${CEIL[${c#*:*:}]:-}
+			a=${c#*:}
+			awk -v v="$ours" -v x="${c%%:*}" -v f="${a%%:*}" -v r="${ref%% *}" \
+				'BEGIN {exit !(v >= x || (r != "" && v >= f * r))}' || ok=NO ;;
 		xceil:*)
 			c=${c#xceil:}
 			ref=${CEIL[${c#*:}]:-}
@@ -782,7 +788,7 @@ ROWS=(
 	"t1_1m_rr|GB_per_sec|warm, 1 thread x 1 MiB calls at random offsets, registered (GB/s)|>= 12, CPU <= 0.25|ge:12 cpule:0.25|0"
 	"t1_4m_r|GB_per_sec|warm, 1 thread x 4 MiB calls, registered (GB/s)|>= 25, CPU <= 0.25|ge:25 cpule:0.25|0"
 	"t4_256k_r|GB_per_sec|warm, 4 threads x 256 KiB calls, registered (GB/s)|>= 25, CPU <= 0.25 (256 KiB copies: h2d_pinned_256KiB_best)|ge:25 cpule:0.25|0"
-	"t16_64k_r|GB_per_sec|warm, 16 threads x 64 KiB calls, registered (GB/s)|>= 23 or >= 0.8x grouped copies, CPU <= 0.40 (64 KiB copies: h2d_pinned_64KiB_best)|ge:23 cpule:0.40|0"
+	"t16_64k_r|GB_per_sec|warm, 16 threads x 64 KiB calls, registered (GB/s)|>= 23 or >= 0.8x grouped copies, CPU <= 0.40 (64 KiB copies: h2d_pinned_64KiB_best, grouped: h2d_pinned_64KiB_grouped16_best)|geor:23:0.8:h2d_pinned_64KiB_grouped16_best cpule:0.40|0"
 	"t16_64k_r|p99_usecs|  ... p99 (us)|<= 174 (f3f6883)|le:174|1"
 	"t1_16m|GB_per_sec|warm, 1 thread x 16 MiB calls, device unregistered (GB/s)|>= 15 (NVIDIA 6.3)|ge:15|0"
 	"t1_16m_r|GB_per_sec|warm, 1 thread x 16 MiB calls, device registered (GB/s)|>= NVIDIA, CPU <= NVIDIA and <= 0.18|xnv:1 cpunv cpule:0.18|0"
@@ -821,13 +827,13 @@ ROWS=(
 	"tp_t1_16m_pin|GB_per_sec|TP: the same 1 x 16 MiB, each process pinned to 1/N of the CPUs (GB/s)|>= NVIDIA|xnv:1|0"
 	"tp_t8_16m_pin|GB_per_sec|TP: the same 8 x 16 MiB, each process pinned to 1/N of the CPUs (GB/s)|>= NVIDIA|xnv:1|0"
 	"kv_b128_64k_rd|GB_per_sec|KV: one batch of 128 x 64 KiB reads, contiguous, registered (GB/s)|>= 0.3x the 64 KiB copy ceiling|xceil:0.3:h2d_pinned_64KiB_best|0"
-	"kv_b128_64k_rd_sc|GB_per_sec|KV: one batch of 128 x 64 KiB reads, scattered, registered (GB/s)|>= 20 or >= 0.8x grouped copies|ge:20|0"
+	"kv_b128_64k_rd_sc|GB_per_sec|KV: one batch of 128 x 64 KiB reads, scattered, registered (GB/s)|>= 20 or >= 0.8x grouped copies (h2d_pinned_64KiB_grouped16_best)|geor:20:0.8:h2d_pinned_64KiB_grouped16_best|0"
 	"kv_b128_64k_wr|GB_per_sec|KV: one batch of 128 x 64 KiB writes, contiguous, registered (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
 	"kv_b128_64k_wr_sc|GB_per_sec|KV: one batch of 128 x 64 KiB writes, scattered, registered (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
 	"kv_16b_wait_rd|GB_per_sec|KV: 16 batches of 128 x 64 KiB reads in flight from 4 threads, contiguous, GetStatus(nr, NULL) (GB/s)|>= 0.6x the 64 KiB copy ceiling|xceil:0.6:h2d_pinned_64KiB_best|0"
-	"kv_16b_wait_rd_sc|GB_per_sec|KV: the same, scattered (GB/s)|>= 35 or >= 0.8x grouped copies|ge:35|0"
+	"kv_16b_wait_rd_sc|GB_per_sec|KV: the same, scattered (GB/s)|>= 35 or >= 0.8x grouped copies|geor:35:0.8:h2d_pinned_64KiB_grouped16_best|0"
 	"kv_16b_poll_rd|GB_per_sec|KV: 16 batches of 128 x 64 KiB reads, contiguous, polled (min_nr 0, zero timeout) (GB/s)|>= 0.6x the 64 KiB copy ceiling|xceil:0.6:h2d_pinned_64KiB_best|0"
-	"kv_16b_poll_rd_sc|GB_per_sec|KV: the same, scattered, polled (GB/s)|>= 35 or >= 0.8x grouped copies|ge:35|0"
+	"kv_16b_poll_rd_sc|GB_per_sec|KV: the same, scattered, polled (GB/s)|>= 35 or >= 0.8x grouped copies|geor:35:0.8:h2d_pinned_64KiB_grouped16_best|0"
 	"kv_16b_wait_wr|GB_per_sec|KV: 16 batches of 128 x 64 KiB writes in flight from 4 threads, contiguous (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
 	"kv_b128_1m_rd|GB_per_sec|KV: batches of 128 x 1 MiB reads, contiguous (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
 	"kv_b128_1m_rd_sc|GB_per_sec|KV: batches of 128 x 1 MiB reads, scattered (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
