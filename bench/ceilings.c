@@ -363,8 +363,11 @@ static void *kvgroup_main(struct kvjob *j)
 	struct grouped_call call = {.dst = dst, .src = src, .sizes = sizes, .count = (size_t)g, .s = s};
 	timed_copies(j, s, (int)(((size_t)16 << 20) / len) + 1, len, grouped_one, &call);
 out:
-	if (s)
+	if (s) {
 		cu.StreamSynchronize(s);
+		if (cu.StreamDestroy)
+			cu.StreamDestroy(s);
+	}
 	if (h)
 		cu.MemFreeHost(h);
 	if (d)
@@ -394,6 +397,11 @@ static void *kvcopy_main(void *arg)
 	struct single_call call = {.h2d = j->h2d, .d = d, .h = h, .len = j->block, .s = s};
 	timed_copies(j, s, batch, j->block, single_one, &call);
 out:
+	if (s) {
+		cu.StreamSynchronize(s);
+		if (cu.StreamDestroy)
+			cu.StreamDestroy(s);
+	}
 	if (h)
 		cu.MemFreeHost(h);
 	if (d)

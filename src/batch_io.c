@@ -166,8 +166,11 @@ static bool grouped_on(void)
 	int v = __atomic_load_n(&grouped_state, __ATOMIC_RELAXED);
 	if (v < 0) {
 		const char *env = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
-		v = ocf_cu.MemcpyBatchAsync && !(env && !strcmp(env, "0"));
-		__atomic_store_n(&grouped_state, v, __ATOMIC_RELAXED); /* idempotent */
+		int want = ocf_cu.MemcpyBatchAsync && !(env && !strcmp(env, "0"));
+		/* From unknown only: a refusal's 0 is never overwritten. */
+		int unknown = -1;
+		__atomic_compare_exchange_n(&grouped_state, &unknown, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		v = __atomic_load_n(&grouped_state, __ATOMIC_RELAXED);
 	}
 	return v == 1;
 }
@@ -198,7 +201,7 @@ static void group_flush(struct bio_worker *w)
 		return;
 	w->ng = 0;
 	CUstream s = w->lane->nb_stream;
-	if (n > 1) {
+	if (n > 1 && grouped_on()) {
 		CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
 		size_t attr_idx = 0;
 		uint64_t t0 = prof_now();
@@ -211,6 +214,11 @@ static void group_flush(struct bio_worker *w)
 		}
 		log_warn("batch I/O: grouped copy of %d blocks failed (%s); copying them one by one", n,
 			 cuda_error_name(r));
+		/* The failed call may have queued some of its copies: the
+		 * buffer's event must follow them (seal) and be waited for
+		 * (retire) even if every copy below fails too, so that none
+		 * lands after its entry completed. */
+		w->buf[w->cur].copies = true;
 		if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED)
 			__atomic_store_n(&grouped_state, 0, __ATOMIC_RELAXED);
 	}
