@@ -213,6 +213,44 @@ static void fault_round(CUfileBatchHandle_t b, CUfileHandle_t rfh, CUfileHandle_
 	fprintf(stderr, "%s: %d failure points\n", func, hits);
 }
 
+/* Reads only (so no write's copy makes the buffer wait anyway), four
+ * stretches of device memory: the grouped call fails after queuing its
+ * first copy and every single copy fails too.  Every entry fails, and the
+ * copy the failed call queued must still be waited for before they are
+ * reported: nothing may change in device memory after the events. */
+static void partial_group_round(CUfileBatchHandle_t b, CUfileHandle_t rfh, CUdeviceptr d)
+{
+	CUfileIOParams_t io[NR];
+	CUfileIOEvents_t ev[NR];
+	t_set_case("%s", "grouped copy fails after queuing one; single copies fail");
+	memset(image, T_POISON, DLEN);
+	t_dev_put(d, image, DLEN);
+	for (int i = 0; i < NR; i++)
+		io[i] = t_batch_io(CUFILE_READ, rfh, (void *)(uintptr_t)d, SZ, (off_t)(i * SZ), (off_t)read_at(i),
+				   (void *)(uintptr_t)(i + 1));
+	unsigned long g0 = fakecuda_call_count("cuMemcpyBatchAsync_v2");
+	fakecuda_fail_nth("cuMemcpyBatchAsync_v2", 1, CUDA_ERROR_UNKNOWN);
+	fakecuda_fail_always("cuMemcpyHtoDAsync_v2", CUDA_ERROR_UNKNOWN);
+	T_CUFILE_OK(cuFileBatchIOSubmit(b, NR, io, 0));
+	t_batch_collect(b, NR, ev);
+	fakecuda_reset_faults();
+	T_ASSERT(fakecuda_call_count("cuMemcpyBatchAsync_v2") - g0 >= 1);
+	for (int k = 0; k < NR; k++)
+		T_EQ((ssize_t)ev[k].ret, -CU_FILE_CUDA_DRIVER_ERROR);
+	t_dev_get(image, d, DLEN);
+	for (int i = 0; i < NR; i++) {
+		uint8_t *p = image + read_at(i);
+		for (size_t k = 0; k < SZ; k++)
+			if (p[k] != T_POISON && p[k] != t_pat((uint64_t)(i * SZ + k), 0))
+				T_FAIL("failed read %d stored a wrong byte at %zu", i, k);
+	}
+	usleep(WATCH_US);
+	t_dev_get(got, d, DLEN);
+	if (memcmp(got, image, DLEN) != 0)
+		T_FAIL("a copy landed after the failed entries were reported");
+	t_set_case("%s", "");
+}
+
 int main(void)
 {
 	setenv("OPENCUFILE_ASYNC_THREADS", "4", 1);
@@ -252,8 +290,9 @@ int main(void)
 	 * polled with cuEventQuery (a long copy's is slept for in
 	 * cuEventSynchronize after one query). */
 	/* The reads' copies (one run, four stretches of device memory) go
-	 * as one grouped call; a failed grouped call falls back to single
-	 * copies, which the first round makes fail in turn. */
+	 * as one grouped call; a failed grouped call (the stand-in queues its
+	 * first copy before it fails) falls back to single copies, which the
+	 * first round makes fail in turn; partial_group_round fails both. */
 	const char *funcs[] = {"cuMemcpyHtoDAsync_v2", "cuMemcpyBatchAsync_v2", "cuMemcpyDtoHAsync_v2",
 			       "cuEventRecord",        "cuEventQuery",          "cuCtxPushCurrent_v2",
 			       "cuStreamSynchronize"};
@@ -264,6 +303,7 @@ int main(void)
 		fault_round(b, fh, wfh, wfd, d, funcs[k],
 			    sync ? "cuEventQuery" : single ? "cuMemcpyBatchAsync_v2" : NULL);
 	}
+	partial_group_round(b, fh, d);
 
 	cuFileBatchIODestroy(b);
 	cuFileHandleDeregister(fh);

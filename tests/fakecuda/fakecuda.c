@@ -3830,7 +3830,14 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *sr
 					      CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 					      CUstream hStream)
 {
-	ENTER();
+	/* An injected failure is returned after the first copy was queued:
+	 * a failing call may have queued some of its copies (CUDA 12.8's
+	 * form reported the index of the copy that failed), and the library
+	 * must not let such a copy land after the entry completed. */
+	static struct fc_fn *fc_slot_;
+	CUresult fault = fc_enter(&fc_slot_, __func__);
+	if (!atomic_load(&g_inited))
+		return CUDA_ERROR_NOT_INITIALIZED;
 	NEED_CTX(c);
 	(void)c;
 	if (!count || !dsts || !srcs || !sizes || !attrs || !attrsIdxs || !numAttrs || numAttrs > count ||
@@ -3843,27 +3850,25 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *sr
 		if (k && (attrsIdxs[k] <= attrsIdxs[k - 1] || attrsIdxs[k] >= count))
 			return CUDA_ERROR_INVALID_VALUE;
 	}
+	/* Each side device or host memory, as cuMemcpyAsync: a copy that
+	 * leaves its allocation, or touches freed or unmapped device address
+	 * space, fails the call. */
 	for (size_t i = 0; i < count; i++) {
 		void *p;
-		if (!dsts[i] || !srcs[i])
-			return CUDA_ERROR_INVALID_VALUE;
-		/* A pointer inside a device allocation must keep the copy in it. */
-		if (dev_range(dsts[i], 1, &p) == CUDA_SUCCESS && dev_range(dsts[i], sizes[i], &p) != CUDA_SUCCESS)
-			return CUDA_ERROR_INVALID_VALUE;
-		if (dev_range(srcs[i], 1, &p) == CUDA_SUCCESS && dev_range(srcs[i], sizes[i], &p) != CUDA_SUCCESS)
+		if (any_range(dsts[i], sizes[i], &p) != CUDA_SUCCESS || any_range(srcs[i], sizes[i], &p) != CUDA_SUCCESS)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
 	for (size_t i = 0; i < count; i++) {
-		void *d = (void *)(uintptr_t)dsts[i], *src = (void *)(uintptr_t)srcs[i];
-		if (dev_range(dsts[i], sizes[i], &d) != CUDA_SUCCESS)
-			d = (void *)(uintptr_t)dsts[i];
-		if (dev_range(srcs[i], sizes[i], &src) != CUDA_SUCCESS)
-			src = (void *)(uintptr_t)srcs[i];
+		void *d = NULL, *src = NULL;
+		if (fault != CUDA_SUCCESS && i == 1)
+			return fault;
+		if (any_range(dsts[i], sizes[i], &d) != CUDA_SUCCESS || any_range(srcs[i], sizes[i], &src) != CUDA_SUCCESS)
+			return CUDA_ERROR_INVALID_VALUE;
 		CUresult r = enqueue_copy(hStream, d, src, sizes[i]);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
-	return CUDA_SUCCESS;
+	return fault;
 }
 
 FC_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
