@@ -317,30 +317,18 @@ static CUresult single_one(void *arg)
  * one pinned buffer to a random permutation of the slots of one device
  * buffer (nothing adjacent on both sides, as a paged KV pool), one
  * cuMemcpyBatchAsync per group. */
-static void *kvgroup_main(struct kvjob *j)
+static void kvgroup_run(struct kvjob *j, CUstream s, CUdeviceptr d, void *h)
 {
-	CUcontext ctx;
-	CUstream s = NULL;
-	CUdeviceptr d = 0;
-	void *h = NULL;
 	int g = j->group;
-	size_t len = (size_t)g * j->block;
 	CUdeviceptr *dst = calloc((size_t)g, sizeof(*dst)), *src = calloc((size_t)g, sizeof(*src));
 	size_t *sizes = calloc((size_t)g, sizeof(*sizes));
-	if (!dst || !src || !sizes || !cu.MemcpyBatchAsync || cuda_dl_bind(&cu, gpu_index, &ctx) ||
-	    cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) || cu.MemAlloc(&d, len) ||
-	    cu.MemHostAlloc(&h, len, CU_MEMHOSTALLOC_PORTABLE)) {
+	int *perm = malloc((size_t)g * sizeof(*perm));
+	if (!dst || !src || !sizes || !perm || !cu.MemcpyBatchAsync) {
 		atomic_store(&j->err, 1);
 		goto out;
 	}
-	memset(h, 1, len);
 	unsigned seed = (unsigned)(uintptr_t)h;
 	for (int side = 0; side < 2; side++) {
-		int *perm = malloc((size_t)g * sizeof(*perm));
-		if (!perm) {
-			atomic_store(&j->err, 1);
-			goto out;
-		}
 		for (int i = 0; i < g; i++)
 			perm[i] = i;
 		for (int i = g - 1; i > 0; i--) {
@@ -358,44 +346,40 @@ static void *kvgroup_main(struct kvjob *j)
 				src[i] = j->h2d ? host : dev;
 			}
 		}
-		free(perm);
 	}
+	size_t len = (size_t)g * j->block;
 	struct grouped_call call = {.dst = dst, .src = src, .sizes = sizes, .count = (size_t)g, .s = s};
 	timed_copies(j, s, (int)(((size_t)16 << 20) / len) + 1, len, grouped_one, &call);
 out:
-	if (s) {
-		cu.StreamSynchronize(s);
-		if (cu.StreamDestroy)
-			cu.StreamDestroy(s);
-	}
-	if (h)
-		cu.MemFreeHost(h);
-	if (d)
-		cu.MemFree(d);
+	free(perm);
 	free(dst);
 	free(src);
 	free(sizes);
-	return NULL;
 }
 
+/* One thread of kvcopy(): its stream, a device and a pinned buffer of one
+ * block (separate copies) or of `group` blocks (grouped copies). */
 static void *kvcopy_main(void *arg)
 {
 	struct kvjob *j = arg;
-	if (j->group)
-		return kvgroup_main(j);
 	CUcontext ctx;
 	CUstream s = NULL;
 	CUdeviceptr d = 0;
 	void *h = NULL;
-	const int batch = (int)(((size_t)16 << 20) / j->block) + 1; /* copies per synchronisation */
-	if (cuda_dl_bind(&cu, gpu_index, &ctx) || cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) ||
-	    cu.MemAlloc(&d, j->block) || cu.MemHostAlloc(&h, j->block, CU_MEMHOSTALLOC_PORTABLE)) {
+	size_t len = (size_t)(j->group ? j->group : 1) * j->block;
+	if (cuda_dl_bind(&cu, gpu_index, &ctx) || cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) || cu.MemAlloc(&d, len) ||
+	    cu.MemHostAlloc(&h, len, CU_MEMHOSTALLOC_PORTABLE)) {
 		atomic_store(&j->err, 1);
 		goto out;
 	}
-	memset(h, 1, j->block);
-	struct single_call call = {.h2d = j->h2d, .d = d, .h = h, .len = j->block, .s = s};
-	timed_copies(j, s, batch, j->block, single_one, &call);
+	memset(h, 1, len);
+	if (j->group) {
+		kvgroup_run(j, s, d, h);
+	} else {
+		struct single_call call = {.h2d = j->h2d, .d = d, .h = h, .len = j->block, .s = s};
+		/* copies per synchronisation: about 16 MiB */
+		timed_copies(j, s, (int)(((size_t)16 << 20) / j->block) + 1, j->block, single_one, &call);
+	}
 out:
 	if (s) {
 		cu.StreamSynchronize(s);
