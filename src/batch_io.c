@@ -175,11 +175,11 @@ static bool grouped_on(void)
 	return v == 1;
 }
 
-/* Marks the items of gathered copy k: queued, or failed with err. */
-static void group_mark(struct bio_worker *w, int k, long err)
+/* Marks the n items from x on, whose copy into or out of buf[cur] was
+ * queued (err 0) or failed with err. */
+static void mark_copied(struct bio_worker *w, struct bio_item *x, int n, long err)
 {
-	struct bio_item *x = w->g_first[k];
-	for (int i = 0; i < w->g_items[k]; i++, x = x->next) {
+	for (int i = 0; i < n; i++, x = x->next) {
 		x->copied = err == 0;
 		if (err)
 			x->result = err;
@@ -209,7 +209,7 @@ static void group_flush(struct bio_worker *w)
 		prof_time(PROF_T_SUBMIT, t0);
 		if (r == CUDA_SUCCESS) {
 			for (int k = 0; k < n; k++)
-				group_mark(w, k, 0);
+				mark_copied(w, w->g_first[k], w->g_items[k], 0);
 			return;
 		}
 		log_warn("batch I/O: grouped copy of %d blocks failed (%s); copying them one by one", n,
@@ -226,7 +226,7 @@ static void group_flush(struct bio_worker *w)
 		uint64_t t0 = prof_now();
 		CUresult r = ocf_cu.MemcpyHtoDAsync(w->g_dst[k], (const void *)(uintptr_t)w->g_src[k], w->g_len[k], s);
 		prof_time(PROF_T_SUBMIT, t0);
-		group_mark(w, k, r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r));
+		mark_copied(w, w->g_first[k], w->g_items[k], r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r));
 	}
 }
 
@@ -251,13 +251,11 @@ static void group_add(struct bio_worker *w, CUdeviceptr dev, const char *src, si
 static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bio_item *last)
 {
 	bool group = !w->run_write && grouped_on();
-	if (!group)
-		group_flush(w); /* stream order: gathered copies first */
-	struct bio_buf *bb = &w->buf[w->cur];
 	CUstream s = w->lane->nb_stream;
 	struct bio_item *seg = NULL, *it = first, *stop = last->next;
 	CUdeviceptr dev = 0;
 	size_t at = 0, len = 0;
+	int items = 0; /* in [seg, it) */
 	for (;;) {
 		bool more = it != stop;
 		size_t n = 0;
@@ -266,9 +264,6 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 		bool joins = seg && n && it->io.t.dev == dev + len && it->stage == at + len &&
 			     buf_same_allocation(&it->io.t, &seg->io.t);
 		if (seg && !joins && group && len <= GROUP_MAX_BYTES) {
-			int items = 0;
-			for (struct bio_item *x = seg; x != it; x = x->next)
-				items++;
 			group_add(w, dev, stage_base(w, w->cur) + at, len, seg, items);
 			seg = NULL;
 		} else if (seg && !joins) {
@@ -279,13 +274,7 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 			CUresult r = w->run_write ? ocf_cu.MemcpyDtoHAsync(src, dev, len, s)
 						  : ocf_cu.MemcpyHtoDAsync(dev, src, len, s);
 			prof_time(PROF_T_SUBMIT, t0);
-			long err = r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r);
-			for (struct bio_item *x = seg; x != it; x = x->next) {
-				x->copied = err == 0;
-				if (err)
-					x->result = err;
-			}
-			bb->copies |= err == 0;
+			mark_copied(w, seg, items, r == CUDA_SUCCESS ? 0 : cuda_error("staging copy", r));
 			seg = NULL;
 		}
 		if (!more)
@@ -295,8 +284,10 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 			dev = it->io.t.dev;
 			at = it->stage;
 			len = 0;
+			items = 0;
 		}
 		len += n;
+		items += n > 0;
 		it = it->next;
 	}
 }
