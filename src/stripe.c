@@ -69,6 +69,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,8 +109,10 @@ static void cfg_read(void)
 	cfg.min_bytes = env_kb("OPENCUFILE_STRIPE_MIN_KB", 2048);
 	cfg.max_bytes = env_kb("OPENCUFILE_STRIPE_MAX_KB", 8192);
 	cfg.piece = OCF_MAX(env_kb("OPENCUFILE_PIECE_KB", 256), (size_t)4096);
-	cfg.stripe = OCF_MAX(env_kb("OPENCUFILE_STRIPE_KB", 1024), cfg.piece);
+	cfg.stripe = OCF_MAX(env_kb("OPENCUFILE_STRIPE_KB", 2048), cfg.piece);
 	cfg.participants = 8;
+	const char *f = ocf_getenv("OPENCUFILE_STRIPE_FLUSH");
+	cfg.flush = !(f && !strcmp(f, "0"));
 	const char *v = ocf_getenv("OPENCUFILE_STRIPE_PARTICIPANTS");
 	if (v && *v)
 		cfg.participants = atoi(v);
@@ -140,9 +143,12 @@ bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
 	size_t align = fio_align(io->h);
 	size_t A = OCF_MAX(align, (size_t)4096);
 	size_t piece = OCF_ALIGN_UP(c->piece, A);
-	/* A stripe must fit one lane buffer the way a staged chunk does. */
+	/* A stripe must fit one lane buffer the way a staged chunk does, and
+	 * a request has at least two, so that the copy of the first overlaps
+	 * the reading of the next. */
 	size_t room = lane->bufs[0].chunk;
-	size_t stripe = OCF_ALIGN_DOWN(OCF_MIN(c->stripe, room), piece);
+	size_t half = OCF_ALIGN_UP((io->len + 1) / 2, piece);
+	size_t stripe = OCF_ALIGN_DOWN(OCF_MIN(OCF_MIN(c->stripe, half), room), piece);
 	if (lane->depth < 2 || stripe < piece)
 		return false;
 	job->chunk = piece;
@@ -219,8 +225,11 @@ static void read_piece(struct ocf_job *job, size_t idx)
 	uint64_t t0 = prof_now();
 	ssize_t got = fio_read_staged_part(io->h, &sub, off, n);
 	prof_time(PROF_T_FILE, t0);
-	if (got > 0)
+	if (got > 0) {
 		prof_bytes((size_t)got);
+		if (cfg.flush)
+			fio_flush_before_copy(dst, (size_t)got, INT_MAX);
+	}
 	if (got < 0)
 		job_record_error(job, idx, got);
 	else if ((size_t)got < n)
@@ -369,8 +378,11 @@ static void wait_stripe(struct caller *c, size_t s)
 		uint64_t now = ocf_now_ns();
 		if (now - last_poll > 2000) {
 			last_poll = now;
-			if (retire_copy(c, false))
+			if (retire_copy(c, false)) {
+				if (c->wait_next == c->copy_next)
+					break; /* nothing left to retire: go and read */
 				continue;
+			}
 		}
 		if (now - start < CALLER_SPIN_NS) {
 			ocf_cpu_relax();
@@ -410,7 +422,10 @@ bool stripe_run_caller(struct ocf_job *job)
 			issue_copy(&c, c.copy_next++);
 		if (c.copy_next == job->nstripes)
 			break;
-		if (!holding && more) {
+		/* The caller reads only while it has no copy to retire: a
+		 * piece keeps it away for tens of microseconds, and helpers
+		 * wait for the buffers its retired copies give back. */
+		if (!holding && more && c.wait_next == c.copy_next) {
 			holding = job_claim(job, &held);
 			more = holding;
 		}

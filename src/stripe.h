@@ -22,6 +22,7 @@ struct stripe_cfg {
 	size_t piece;		     /* bytes one participant reads at a time */
 	size_t stripe;		     /* bytes copied to the GPU at once */
 	int participants;	     /* of one request, the caller included */
+	bool flush;		     /* write back each piece after reading it */
 };
 const struct stripe_cfg *stripe_config(void);
 
