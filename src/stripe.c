@@ -15,20 +15,27 @@
  *
  *   - The request is cut into pieces (chunks of job.h, 256 KiB) that start
  *     on the file's alignment after the first; consecutive pieces form
- *     stripes (1 MiB).  Stripe s lives in buffer s % depth of the CALLER's
+ *     stripes (2 MiB, or half the request rounded up to whole pieces when
+ *     that is less, so that the copy of the first stripe overlaps the
+ *     reading of the next).  Stripe s lives in buffer s % depth of the CALLER's
  *     lane, laid out exactly as one staged chunk of that size would be
  *     (fio_stage_skew of its first byte, then contiguous), so a direct read
  *     of any piece lands inside its own part of the stripe.
  *   - The caller and its helpers claim pieces with the job's counter and
  *     read them (pread, or the staged O_DIRECT read) straight into the
- *     stripe.  Helpers make no CUDA call and hold no lane.
+ *     stripe, then write the piece's cache lines back (clwb,
+ *     fio_flush_before_copy), so that the copy reads clean memory: a DMA
+ *     read of lines the CPU holds modified is slow (below).  Helpers make
+ *     no CUDA call and hold no lane.
  *   - When every piece of the oldest uncopied stripe is resolved, the
  *     caller queues ONE host-to-device copy of it on its lane's stream and
  *     records the buffer's event; stripes are copied in order.
  *   - A piece of stripe s may be read only while s < released: its buffer
  *     is free once the copy of stripe s - depth is done.  The caller
  *     retires copies (waits for or polls their events) and raises
- *     `released`; helpers that got ahead wait for it.
+ *     `released`; helpers that got ahead wait for it.  The caller reads a
+ *     piece itself only while it has no copy to retire, so that buffers
+ *     come back as soon as their copies are done.
  *
  * Waiting: a wait here is expected to last microseconds (a 256 KiB read
  * is about 30 us), so each first spins briefly and then sleeps on a futex
@@ -55,11 +62,12 @@
  * lanes of engine.c (a 16 MiB request went faster there with eight
  * participants: 19.7 GB/s against 14.2 striped, H200 machine).
  *
- * What it costs: a stripe's copy reads cache lines the readers have just
- * written, and on the H200 machine a 1 MiB copy of such data takes 48-50 us
- * against 28 us for data written long ago (bench/ceilings -t dirty); with a
- * 256 KiB read taking about 30 us, a 1 MiB request cannot go much below
- * 80 us this way.
+ * Why the write-back: on the H200 machine a 1 MiB copy of data the CPU
+ * has just written takes 48-50 us against 28 us for data written long ago
+ * (bench/ceilings -t dirty).  With it (and the two rules above), one
+ * caller's 4 MiB calls went 11.7-13.3 GB/s against 7.9-8.5, its 8 MiB calls
+ * 16.4-16.6 against 12.0-12.2 (docs/benchmarks.md, 2026-11-26 late);
+ * OPENCUFILE_STRIPE_FLUSH=0 turns it off.
  */
 #define _GNU_SOURCE
 #include "stripe.h"
