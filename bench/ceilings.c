@@ -438,8 +438,8 @@ static void test_kvcopy(void)
 		printf("# h2d_pinned_64KiB_grouped: the driver has no cuMemcpyBatchAsync_v2\n");
 		return;
 	}
-	static const int groups[] = {16, 128};
-	for (int gi = 0; gi < 2; gi++) {
+	static const int groups[] = {2, 4, 16, 128};
+	for (int gi = 0; gi < 4; gi++) {
 		double best = 0;
 		int at = 0;
 		for (int i = 0; i < 3; i++) {

@@ -30,7 +30,11 @@
 #             before their copies (fileio.c, fio_flush_before_copy): 16
 #             threads x 64 KiB and x 256 KiB; and one caller of 16 MiB with
 #             helpers polling after each job (OPENCUFILE_HELPER_SPIN_US=100,
-#             engine.c); 1 s each, data verified, HUNT_N_BUSY times (6)
+#             engine.c); the copies of those 16 callers go grouped
+#             (copygroup.c: members wait for a leader, then for the group's
+#             event), and once more 16 x 100 KiB at random offsets with
+#             leaders waiting 20 us for full groups; 1 s each, data
+#             verified, HUNT_N_BUSY times (6)
 #   exit      the exit-with-I/O-in-flight test with statistics at level 3,
 #             HUNT_N_EXIT times (10)
 #   fork      the fork test, likewise
@@ -182,7 +186,9 @@ busy() {
 	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 -i 64K -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 -i 256K -I 2 -s "$SIZE" -T 1 -V &&
 		env OPENCUFILE_HELPER_SPIN_US=100 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 16M \
-			-s "$SIZE" -T 1 -V
+			-s "$SIZE" -T 1 -V &&
+		env OPENCUFILE_CALLER_GROUPS_GATHER_US=20 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 \
+			-i 100K -I 2 -s 1G -T 1 -V
 }
 step busy "${HUNT_N_BUSY:-6}" busy
 

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "copygroup.h"
 #include "cpu_budget.h"
 #include "cuda_loader.h"
 #include "fileio.h"
@@ -526,8 +527,9 @@ struct pending {
 	size_t idx;
 	int buf;
 	bool busy;
-	CUevent ev;   /* recorded after the copy (gpu_lane_event) */
+	CUevent ev;   /* recorded after the copy (gpu_lane_event, or its group's) */
 	size_t bytes; /* of the copy in flight (the wait's polling budget) */
+	struct ocf_copy_group *grp; /* the group the copy went in, or NULL */
 };
 
 /* Waits for the copy of one pending buffer; records a failure. */
@@ -537,12 +539,44 @@ static bool wait_copy(struct ocf_job *job, struct pending *p)
 	if (!job->io->t.use_stream)
 		return true; /* waited for when it was queued (chunk_copy) */
 	CUresult r = gpu_event_wait(p->ev, p->bytes);
+	if (p->grp) {
+		cg_release(gpu_copy_groups(job->io->t.gpu), p->grp);
+		p->grp = NULL;
+	}
 	if (r != CUDA_SUCCESS) {
 		job_record_error(job, p->idx,
 			     cuda_fail(job->write ? "device to host copy" : "host to device copy", r));
 		return false;
 	}
 	return true;
+}
+
+/* Queues the host-to-device copy of a staged chunk read (n bytes at src,
+ * for the request's bytes from `at`): with other threads' small copies in
+ * one grouped call (copygroup.c) when enough participants are busy, else
+ * alone (chunk_copy).  Sets p's event (and group) to wait for. */
+static CUresult read_copy(const struct ocf_job *job, struct ocf_lane *lane, int j, size_t at, char *src, size_t n,
+			  int busy, struct pending *p)
+{
+	const struct ocf_io *io = job->io;
+	p->ev = NULL;
+	p->grp = NULL;
+	p->bytes = n;
+	if (io->t.use_stream && !job->nonblocking && !io->segs && n <= OCF_GROUP_COPY_MAX) {
+		struct ocf_copy_groups *cg = gpu_copy_groups(io->t.gpu);
+		if (cg_wanted(cg, busy)) {
+			CUresult err = CUDA_SUCCESS;
+			switch (cg_copy(cg, lane->stream, io->t.dev + at, src, n, &p->ev, &p->grp, &p->bytes, &err)) {
+			case CG_GROUPED:
+				return CUDA_SUCCESS;
+			case CG_FAILED:
+				return err;
+			case CG_ALONE:
+				break;
+			}
+		}
+	}
+	return chunk_copy(job, lane, j, true, at, src, n, &p->ev);
 }
 
 /* A staged chunk's file read is done (got: bytes or an error): copy it to
@@ -558,11 +592,10 @@ static bool read_chunk_done(struct ocf_job *job, struct ocf_lane *lane, int j, s
 	}
 	if (got > 0) {
 		char *src = lane->bufs[j].buf + fio_stage_skew(io->h, off);
-		fio_flush_before_copy(src, (size_t)got, atomic_load_explicit(&participants, memory_order_relaxed));
-		p->ev = NULL;
-		CUresult r = chunk_copy(job, lane, j, true, at, src, (size_t)got, &p->ev);
+		int busy = atomic_load_explicit(&participants, memory_order_relaxed);
+		fio_flush_before_copy(src, (size_t)got, busy);
+		CUresult r = read_copy(job, lane, j, at, src, (size_t)got, busy, p);
 		p->busy = p->ev != NULL;
-		p->bytes = (size_t)got;
 		if (r != CUDA_SUCCESS) {
 			job_record_error(job, p->idx, cuda_fail("host to device copy", r));
 			return false;

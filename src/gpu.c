@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "copygroup.h"
 #include "cuda_loader.h"
 #include "internal.h"
 #include "log.h"
@@ -654,8 +655,11 @@ void gpu_teardown_all(void)
 		if (!g)
 			continue;
 		pool_destroy(&g->pool);
-		if (g->alive_ev && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
-			ocf_cu.EventDestroy(g->alive_ev);
+		if ((g->alive_ev || g->groups) && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			if (g->alive_ev)
+				ocf_cu.EventDestroy(g->alive_ev);
+			cg_destroy(g->groups);
+			g->groups = NULL;
 			cuda_ctx_pop();
 		}
 		pthread_mutex_destroy(&g->bring_lock);
@@ -824,6 +828,15 @@ int gpu_bringup(struct ocf_gpu *g)
 		log_debug("GPU %d: %d staging lane(s): pinning %.1f ms, streams and events %.1f ms", g->ordinal, n,
 			  (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 			  (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
+		if (some && !g->groups && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			/* One group event per lane: groups in flight never
+			 * outnumber the threads holding lanes. */
+			pthread_mutex_lock(&p->lock);
+			int lanes = p->created;
+			pthread_mutex_unlock(&p->lock);
+			__atomic_store_n(&g->groups, cg_create(lanes), __ATOMIC_RELEASE);
+			cuda_ctx_pop();
+		}
 		if (some) {
 			r = 0;
 			/* Release: whoever sees it sees the lanes. */

@@ -70,7 +70,15 @@ struct ocf_gpu {
 	pthread_mutex_t bring_lock; /* serialises gpu_bringup */
 	CUevent alive_ev; /* never recorded: queried to tell a failed context */
 	struct ocf_pool pool;
+	/* Small copies of several threads grouped (copygroup.h), or NULL; set
+	 * once by gpu_bringup: read it with gpu_copy_groups. */
+	struct ocf_copy_groups *groups;
 };
+
+static inline struct ocf_copy_groups *gpu_copy_groups(struct ocf_gpu *g)
+{
+	return g ? __atomic_load_n(&g->groups, __ATOMIC_ACQUIRE) : NULL;
+}
 
 /* Per-GPU state, created at first use while the driver is open. */
 int gpu_get(int ordinal, struct ocf_gpu **out);

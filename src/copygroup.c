@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * copygroup.c - small host-to-device copies of several threads handed to
+ * the driver as one grouped call.
+ *
+ * DESIGN
+ * Why: when many threads each read a small block (16 threads x 64 KiB,
+ * the shape of a KV-cache offload), each queues its own copy, and separate
+ * 64 KiB copies cannot pass 17.4 GB/s on the H200 machine's 55 GB/s bus,
+ * where one cuMemcpyBatchAsync of 16 such copies moves 47.6
+ * (bench/ceilings -t kvcopy); the driver also spent ~16 us per submission
+ * with many threads contending for it.
+ *
+ * How (flat combining, no thread of its own): a thread with a copy to
+ * queue appends a request to its GPU's queue.  If no thread is leading, it
+ * leads: it takes up to CG_MAX queued requests (its own among them, in
+ * order), queues them as one grouped call on its own lane's stream, records
+ * one event of a preallocated pool after them, and hands every member the
+ * event; it repeats until its own request is queued, then stops leading.
+ * Others spin on their request meanwhile (a driver call, microseconds) and
+ * take over the leading when it ends with requests still queued.  Before it
+ * takes the queue a leader waits up to 1 us (OPENCUFILE_CALLER_GROUPS_GATHER_US)
+ * for a full group; groups otherwise form only while a leader is busy in
+ * the driver - exactly when copies contend.  A request found alone is
+ * handed back to its thread, which queues it as before (CG_ALONE).  Only
+ * while at least 4 participants are busy in the engine
+ * (OPENCUFILE_CALLER_GROUPS_BUSY) does a copy try to join a group.
+ *
+ * Measured (H200 machine, 16 threads x 64 KiB, docs/benchmarks.md): without
+ * the wait 11 % of the copies were grouped (3.2 a group) and nothing
+ * changed; with 1 us 85 % (3.9 a group): 17.7-18.8 GB/s against
+ * 16.1-16.8, p99 101-110 us against 150-154; 16 x 256 KiB 35.3-35.5
+ * against 33.1-33.8.  The bus is not what limits those rows: the copies of
+ * 16 callers' blocks grouped 4 at a time reach 35.9 GB/s
+ * (bench/ceilings), and the callers' CPU time is spent waiting.
+ *
+ * Waiting: each member waits for the group's event as for its own copy
+ * (gpu_event_wait) and then releases the group; the last release returns
+ * the event to the pool.  An event is recorded again only after every
+ * member of its last group has seen it complete.  Groups in flight never
+ * outnumber the threads that copy (each member is in one group at a time,
+ * holding a lane), so a pool of one event per lane never runs dry; if it
+ * did, the requests would be handed back (CG_ALONE).
+ *
+ * Ordering: the leader's stream is a blocking stream of the same primary
+ * context as every member's, so each copy is ordered with the legacy
+ * default stream exactly as on the member's own stream; nothing else is
+ * ordered between members.
+ *
+ * Failures: if the grouped call or the event record fails, the leader
+ * drains its stream (a failed grouped call may have queued some copies,
+ * and nothing may land after its member was told) and hands every request
+ * back (CG_ALONE: the member copies the same bytes to the same place), or,
+ * if the stream cannot be drained, fails them all (CG_FAILED).  A driver
+ * that calls the grouped form invalid gets no more groups.
+ */
+#define _GNU_SOURCE
+#include "copygroup.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_loader.h"
+#include "internal.h"
+#include "log.h"
+#include "profile.h"
+
+/* Copies per grouped call (the ceiling's 16: 47.6 GB/s; 128: 51.4). */
+#define CG_MAX 16
+
+#define REQ_PENDING (-1)
+
+struct ocf_copy_group {
+	CUevent ev;
+	atomic_int refs; /* members that have not released it */
+	struct ocf_copy_group *next;
+};
+
+/* One thread's copy, on its stack until its state is set. */
+struct cg_req {
+	CUdeviceptr dst;
+	const void *src;
+	size_t n;
+	struct cg_req *next;
+	/* REQ_PENDING, then an enum cg_result: the leader's last access
+	 * (release), after which the request is its thread's again. */
+	_Atomic int state;
+	CUresult err;
+	struct ocf_copy_group *grp;
+	size_t group_bytes;
+};
+
+struct ocf_copy_groups {
+	pthread_mutex_t mu; /* protects head, tail, free, and writes of leading */
+	struct cg_req *head, *tail;
+	atomic_bool leading;
+	struct ocf_copy_group *free;
+	atomic_bool on; /* false once the driver called the grouped form invalid */
+	atomic_int queued; /* requests in the queue (changed under mu) */
+	atomic_ulong calls, copies, alone; /* grouped calls, their copies, copies handed back */
+	int busy_min;
+	uint64_t gather_ns; /* a leader waits this long for a fuller group */
+	int n;
+	struct ocf_copy_group groups[];
+};
+
+static int env_int(const char *name, int def)
+{
+	const char *v = ocf_getenv(name);
+	return v && *v ? atoi(v) : def;
+}
+
+struct ocf_copy_groups *cg_create(int n)
+{
+	const char *g = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
+	if (n <= 0 || !ocf_cu.MemcpyBatchAsync || (g && !strcmp(g, "0")) ||
+	    env_int("OPENCUFILE_CALLER_GROUPS", 1) == 0)
+		return NULL;
+	struct ocf_copy_groups *cg = calloc(1, sizeof(*cg) + (size_t)n * sizeof(cg->groups[0]));
+	if (!cg)
+		return NULL;
+	pthread_mutex_init(&cg->mu, NULL);
+	atomic_init(&cg->leading, false);
+	atomic_init(&cg->on, true);
+	atomic_init(&cg->queued, 0);
+	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 4);
+	cg->gather_ns = (uint64_t)env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 1) * 1000;
+	for (int i = 0; i < n; i++) {
+		struct ocf_copy_group *grp = &cg->groups[cg->n];
+		if (ocf_cu.EventCreate(&grp->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+			break;
+		atomic_init(&grp->refs, 0);
+		grp->next = cg->free;
+		cg->free = grp;
+		cg->n++;
+	}
+	if (cg->n == 0) {
+		pthread_mutex_destroy(&cg->mu);
+		free(cg);
+		return NULL;
+	}
+	log_debug("copy groups: %d events, grouping from %d busy participants", cg->n, cg->busy_min);
+	return cg;
+}
+
+void cg_destroy(struct ocf_copy_groups *cg)
+{
+	if (!cg)
+		return;
+	unsigned long calls = atomic_load(&cg->calls), copies = atomic_load(&cg->copies);
+	if (calls)
+		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone", calls,
+			 copies, (double)copies / (double)calls, atomic_load(&cg->alone));
+	for (int i = 0; i < cg->n; i++)
+		ocf_cu.EventDestroy(cg->groups[i].ev);
+	pthread_mutex_destroy(&cg->mu);
+	free(cg);
+}
+
+bool cg_wanted(const struct ocf_copy_groups *cg, int busy)
+{
+	return cg && busy >= cg->busy_min && atomic_load_explicit(&cg->on, memory_order_relaxed);
+}
+
+/* Sets a request's outcome: the last access to it. */
+static void settle(struct cg_req *q, enum cg_result res)
+{
+	atomic_store_explicit(&q->state, (int)res, memory_order_release);
+}
+
+/* Queues the k requests b[] as one grouped call followed by grp's event on
+ * `stream`, and settles them. */
+static void submit(struct ocf_copy_groups *cg, CUstream stream, struct cg_req **b, int k,
+		   struct ocf_copy_group *grp)
+{
+	CUdeviceptr dst[CG_MAX], src[CG_MAX];
+	size_t len[CG_MAX], total = 0;
+	for (int i = 0; i < k; i++) {
+		dst[i] = b[i]->dst;
+		src[i] = (CUdeviceptr)(uintptr_t)b[i]->src;
+		len[i] = b[i]->n;
+		total += b[i]->n;
+	}
+	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	size_t attr_idx = 0;
+	uint64_t t0 = prof_now();
+	CUresult r = ocf_cu.MemcpyBatchAsync(dst, src, len, (size_t)k, &attr, &attr_idx, 1, stream);
+	bool batch_ok = r == CUDA_SUCCESS;
+	if (batch_ok)
+		r = ocf_cu.EventRecord(grp->ev, stream);
+	prof_time(PROF_T_SUBMIT, t0);
+	if (r == CUDA_SUCCESS) {
+		atomic_fetch_add_explicit(&cg->calls, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&cg->copies, (unsigned long)k, memory_order_relaxed);
+		atomic_store_explicit(&grp->refs, k, memory_order_relaxed); /* published by settle */
+		for (int i = 0; i < k; i++) {
+			b[i]->grp = grp;
+			b[i]->group_bytes = total;
+			settle(b[i], CG_GROUPED);
+		}
+		return;
+	}
+	static atomic_bool warned;
+	if (!atomic_exchange(&warned, true))
+		log_warn("grouped copy of %d blocks failed (%s): each is copied by its own thread", k,
+			 cuda_error_name(r));
+	if (!batch_ok && (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED))
+		atomic_store_explicit(&cg->on, false, memory_order_relaxed);
+	pthread_mutex_lock(&cg->mu);
+	grp->next = cg->free;
+	cg->free = grp;
+	pthread_mutex_unlock(&cg->mu);
+	/* Whatever the failed calls queued lands before anyone is told. */
+	CUresult s = ocf_cu.StreamSynchronize(stream);
+	for (int i = 0; i < k; i++) {
+		b[i]->err = s;
+		settle(b[i], s == CUDA_SUCCESS ? CG_ALONE : CG_FAILED);
+	}
+}
+
+/* Called with mu held and `leading` just set by this thread; returns with
+ * mu released, once `mine` is settled. */
+static void lead(struct ocf_copy_groups *cg, CUstream stream, struct cg_req *mine)
+{
+	for (;;) {
+		if (cg->gather_ns) {
+			/* Let more requests join, while fewer than a group are queued. */
+			pthread_mutex_unlock(&cg->mu);
+			uint64_t start = ocf_now_ns();
+			while (atomic_load_explicit(&cg->queued, memory_order_relaxed) < CG_MAX &&
+			       ocf_now_ns() - start < cg->gather_ns)
+				ocf_cpu_relax();
+			pthread_mutex_lock(&cg->mu);
+		}
+		struct cg_req *b[CG_MAX];
+		int k = 0;
+		bool has_mine = false;
+		while (cg->head && k < CG_MAX) {
+			struct cg_req *q = cg->head;
+			cg->head = q->next;
+			has_mine |= q == mine;
+			b[k++] = q;
+		}
+		atomic_fetch_sub_explicit(&cg->queued, k, memory_order_relaxed);
+		if (!cg->head)
+			cg->tail = NULL;
+		struct ocf_copy_group *grp = NULL;
+		if (k >= 2 && atomic_load_explicit(&cg->on, memory_order_relaxed) && cg->free) {
+			grp = cg->free;
+			cg->free = grp->next;
+		}
+		pthread_mutex_unlock(&cg->mu);
+		if (grp)
+			submit(cg, stream, b, k, grp);
+		else {
+			atomic_fetch_add_explicit(&cg->alone, (unsigned long)k, memory_order_relaxed);
+			for (int i = 0; i < k; i++)
+				settle(b[i], CG_ALONE);
+		}
+		pthread_mutex_lock(&cg->mu);
+		if (has_mine || k == 0) {
+			atomic_store_explicit(&cg->leading, false, memory_order_release);
+			pthread_mutex_unlock(&cg->mu);
+			return;
+		}
+	}
+}
+
+enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr dst, const void *src, size_t n,
+		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
+{
+	struct cg_req r = {.dst = dst, .src = src, .n = n};
+	atomic_init(&r.state, REQ_PENDING);
+	pthread_mutex_lock(&cg->mu);
+	if (cg->tail)
+		cg->tail->next = &r;
+	else
+		cg->head = &r;
+	cg->tail = &r;
+	atomic_fetch_add_explicit(&cg->queued, 1, memory_order_relaxed);
+	if (!atomic_load_explicit(&cg->leading, memory_order_relaxed)) {
+		atomic_store_explicit(&cg->leading, true, memory_order_relaxed);
+		lead(cg, stream, &r);
+	} else {
+		pthread_mutex_unlock(&cg->mu);
+	}
+	int st;
+	while ((st = atomic_load_explicit(&r.state, memory_order_acquire)) == REQ_PENDING) {
+		/* The leader stopped with this request still queued: lead. */
+		if (!atomic_load_explicit(&cg->leading, memory_order_acquire)) {
+			pthread_mutex_lock(&cg->mu);
+			if (atomic_load_explicit(&r.state, memory_order_acquire) == REQ_PENDING &&
+			    !atomic_load_explicit(&cg->leading, memory_order_relaxed)) {
+				atomic_store_explicit(&cg->leading, true, memory_order_relaxed);
+				lead(cg, stream, &r);
+			} else {
+				pthread_mutex_unlock(&cg->mu);
+			}
+			continue;
+		}
+		ocf_cpu_relax();
+	}
+	switch ((enum cg_result)st) {
+	case CG_GROUPED:
+		*ev = r.grp->ev;
+		*grp = r.grp;
+		*wait_bytes = r.group_bytes;
+		break;
+	case CG_FAILED:
+		*err = r.err;
+		break;
+	case CG_ALONE:
+		break;
+	}
+	return (enum cg_result)st;
+}
+
+void cg_release(struct ocf_copy_groups *cg, struct ocf_copy_group *grp)
+{
+	if (atomic_fetch_sub_explicit(&grp->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&cg->mu);
+	grp->next = cg->free;
+	cg->free = grp;
+	pthread_mutex_unlock(&cg->mu);
+}
