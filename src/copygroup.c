@@ -17,7 +17,9 @@
  * order), queues them as one grouped call on its own lane's stream, records
  * one event of a preallocated pool after them, and hands every member the
  * event; it repeats until its own request is queued, then stops leading.
- * Others spin on their request meanwhile (a driver call, microseconds) and
+ * Others spin on their request meanwhile (a driver call, microseconds;
+ * after 20 us they yield the CPU on every turn, for a leader that lost its
+ * own on a machine with more threads than CPUs) and
  * take over the leading when it ends with requests still queued.  Before it
  * takes the queue a leader waits up to 1 us (OPENCUFILE_CALLER_GROUPS_GATHER_US)
  * for a full group; groups otherwise form only while a leader is busy in
@@ -58,6 +60,7 @@
 #include "copygroup.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -288,6 +291,7 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr 
 		pthread_mutex_unlock(&cg->mu);
 	}
 	int st;
+	uint64_t spun_since = 0;
 	while ((st = atomic_load_explicit(&r.state, memory_order_acquire)) == REQ_PENDING) {
 		/* The leader stopped with this request still queued: lead. */
 		if (!atomic_load_explicit(&cg->leading, memory_order_acquire)) {
@@ -302,6 +306,13 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr 
 			continue;
 		}
 		ocf_cpu_relax();
+		/* A leader that lost its CPU (more threads than CPUs) must get
+		 * one back: after 20 us of spinning, yield on every turn. */
+		uint64_t now = ocf_now_ns();
+		if (!spun_since)
+			spun_since = now;
+		else if (now - spun_since > 20000)
+			sched_yield();
 	}
 	switch ((enum cg_result)st) {
 	case CG_GROUPED:
