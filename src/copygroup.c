@@ -14,9 +14,9 @@
  * How (flat combining, no thread of its own): a thread with a copy to
  * queue appends a request to its GPU's queue.  If no thread is leading, it
  * leads: it takes up to CG_MAX queued requests (its own among them, in
- * order), queues them as one grouped call on its own lane's stream, records
- * one event of a preallocated pool after them, and hands every member the
- * event; it repeats until its own request is queued, then stops leading.
+ * order), queues them as one grouped call on one of the set's four
+ * streams (in turn), records one event of a preallocated pool after them,
+ * and hands every member the event; it repeats until its own request is queued, then stops leading.
  * Others spin on their request meanwhile (a driver call, microseconds;
  * after 20 us they yield the CPU on every turn, for a leader that lost its
  * own on a machine with more threads than CPUs) and
@@ -39,22 +39,32 @@
  * Waiting: each member waits for the group's event as for its own copy
  * (gpu_event_wait) and then releases the group; the last release returns
  * the event to the pool.  An event is recorded again only after every
- * member of its last group has seen it complete.  Groups in flight never
- * outnumber the threads that copy (each member is in one group at a time,
- * holding a lane), so a pool of one event per lane never runs dry; if it
- * did, the requests would be handed back (CG_ALONE).
+ * member of its last group has seen it complete.  A group in flight has
+ * at least one member's copy waiting, and a participant holding a lane has
+ * at most one copy waiting per staging buffer, so a pool of one event per
+ * lane buffer never runs dry; if it did, the requests would be handed back
+ * (CG_ALONE).  Groups are polled for (gpu_event_wait with at most 1 MiB as
+ * the budget), not slept for in the driver, unless every wait sleeps
+ * (OPENCUFILE_EVENT_WAIT=sleep: the events are made BLOCKING_SYNC).
  *
- * Ordering: the leader's stream is a blocking stream of the same primary
- * context as every member's, so each copy is ordered with the legacy
- * default stream exactly as on the member's own stream; nothing else is
- * ordered between members.
+ * Ordering: the set's streams are blocking streams of the same primary
+ * context as every member's lane stream, so each copy is ordered with the
+ * legacy default stream exactly as on the member's own stream; nothing else
+ * is ordered between members.  The streams are the set's, not the leader's
+ * lane's: they live until driver close, so a member whose wait failed can
+ * always drain the stream its copy went on (cg_drain) before its call
+ * returns, whatever became of the leader's lane.
  *
  * Failures: if the grouped call or the event record fails, the leader
  * drains its stream (a failed grouped call may have queued some copies,
  * and nothing may land after its member was told) and hands every request
  * back (CG_ALONE: the member copies the same bytes to the same place), or,
- * if the stream cannot be drained, fails them all (CG_FAILED).  A driver
- * that calls the grouped form invalid gets no more groups.
+ * if the stream cannot be drained, fails them all (CG_FAILED: the member's
+ * lane is then discarded, since a copy may still read its buffer).  A
+ * member whose wait for the group's event fails drains the group's stream
+ * (cg_drain) before its call returns, and discards its lane if that fails
+ * too.  A driver that refuses the grouped form as invalid three times in
+ * a row gets no more groups.
  */
 #define _GNU_SOURCE
 #include "copygroup.h"
@@ -78,9 +88,14 @@
 
 struct ocf_copy_group {
 	CUevent ev;
+	CUstream stream; /* the stream the group went on (one of the set's) */
 	atomic_int refs; /* members that have not released it */
 	struct ocf_copy_group *next;
 };
+
+/* Streams the groups go on, in turn: the set's own, alive until it is
+ * destroyed, so a member can always drain the one its copy went on. */
+#define CG_STREAMS 4
 
 /* One thread's copy, on its stack until its state is set. */
 struct cg_req {
@@ -104,6 +119,10 @@ struct ocf_copy_groups {
 	atomic_bool on; /* false once the driver called the grouped form invalid */
 	atomic_int queued; /* requests in the queue (changed under mu) */
 	atomic_ulong calls, copies, alone; /* grouped calls, their copies, copies handed back */
+	atomic_int invalid; /* grouped calls refused as invalid in a row */
+	atomic_uint turn;   /* the next group's stream */
+	CUstream streams[CG_STREAMS];
+	int nstreams;
 	int busy_min;
 	uint64_t gather_ns; /* a leader waits this long for a fuller group */
 	int n;
@@ -116,7 +135,7 @@ static int env_int(const char *name, int def)
 	return v && *v ? atoi(v) : def;
 }
 
-struct ocf_copy_groups *cg_create(int n)
+struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 {
 	const char *g = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
 	if (n <= 0 || !ocf_cu.MemcpyBatchAsync || (g && !strcmp(g, "0")) ||
@@ -131,9 +150,15 @@ struct ocf_copy_groups *cg_create(int n)
 	atomic_init(&cg->queued, 0);
 	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 4);
 	cg->gather_ns = (uint64_t)env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 1) * 1000;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < CG_STREAMS; i++) {
+		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
+			break;
+		cg->nstreams++;
+	}
+	unsigned flags = CU_EVENT_DISABLE_TIMING | (sleeping_events ? CU_EVENT_BLOCKING_SYNC : 0);
+	for (int i = 0; cg->nstreams && i < n; i++) {
 		struct ocf_copy_group *grp = &cg->groups[cg->n];
-		if (ocf_cu.EventCreate(&grp->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+		if (ocf_cu.EventCreate(&grp->ev, flags) != CUDA_SUCCESS)
 			break;
 		atomic_init(&grp->refs, 0);
 		grp->next = cg->free;
@@ -141,15 +166,14 @@ struct ocf_copy_groups *cg_create(int n)
 		cg->n++;
 	}
 	if (cg->n == 0) {
-		pthread_mutex_destroy(&cg->mu);
-		free(cg);
+		cg_destroy(cg, true);
 		return NULL;
 	}
 	log_debug("copy groups: %d events, grouping from %d busy participants", cg->n, cg->busy_min);
 	return cg;
 }
 
-void cg_destroy(struct ocf_copy_groups *cg)
+void cg_destroy(struct ocf_copy_groups *cg, bool ctx_current)
 {
 	if (!cg)
 		return;
@@ -157,8 +181,10 @@ void cg_destroy(struct ocf_copy_groups *cg)
 	if (calls)
 		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone", calls,
 			 copies, (double)copies / (double)calls, atomic_load(&cg->alone));
-	for (int i = 0; i < cg->n; i++)
+	for (int i = 0; ctx_current && i < cg->n; i++)
 		ocf_cu.EventDestroy(cg->groups[i].ev);
+	for (int i = 0; ctx_current && i < cg->nstreams; i++)
+		ocf_cu.StreamDestroy(cg->streams[i]);
 	pthread_mutex_destroy(&cg->mu);
 	free(cg);
 }
@@ -176,9 +202,11 @@ static void settle(struct cg_req *q, enum cg_result res)
 
 /* Queues the k requests b[] as one grouped call followed by grp's event on
  * `stream`, and settles them. */
-static void submit(struct ocf_copy_groups *cg, CUstream stream, struct cg_req **b, int k,
-		   struct ocf_copy_group *grp)
+static void submit(struct ocf_copy_groups *cg, struct cg_req **b, int k, struct ocf_copy_group *grp)
 {
+	CUstream stream = cg->streams[atomic_fetch_add_explicit(&cg->turn, 1, memory_order_relaxed) %
+				      (unsigned)cg->nstreams];
+	grp->stream = stream;
 	CUdeviceptr dst[CG_MAX], src[CG_MAX];
 	size_t len[CG_MAX], total = 0;
 	for (int i = 0; i < k; i++) {
@@ -196,6 +224,7 @@ static void submit(struct ocf_copy_groups *cg, CUstream stream, struct cg_req **
 		r = ocf_cu.EventRecord(grp->ev, stream);
 	prof_time(PROF_T_SUBMIT, t0);
 	if (r == CUDA_SUCCESS) {
+		atomic_store_explicit(&cg->invalid, 0, memory_order_relaxed);
 		atomic_fetch_add_explicit(&cg->calls, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&cg->copies, (unsigned long)k, memory_order_relaxed);
 		atomic_store_explicit(&grp->refs, k, memory_order_relaxed); /* published by settle */
@@ -210,7 +239,11 @@ static void submit(struct ocf_copy_groups *cg, CUstream stream, struct cg_req **
 	if (!atomic_exchange(&warned, true))
 		log_warn("grouped copy of %d blocks failed (%s): each is copied by its own thread", k,
 			 cuda_error_name(r));
-	if (!batch_ok && (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED))
+	/* Refused as invalid three times in a row: the driver does not take
+	 * the form (one bad copy among the members, such as memory the
+	 * application freed, is not reason enough). */
+	if (!batch_ok && (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED) &&
+	    atomic_fetch_add_explicit(&cg->invalid, 1, memory_order_relaxed) + 1 >= 3)
 		atomic_store_explicit(&cg->on, false, memory_order_relaxed);
 	pthread_mutex_lock(&cg->mu);
 	grp->next = cg->free;
@@ -226,7 +259,7 @@ static void submit(struct ocf_copy_groups *cg, CUstream stream, struct cg_req **
 
 /* Called with mu held and `leading` just set by this thread; returns with
  * mu released, once `mine` is settled. */
-static void lead(struct ocf_copy_groups *cg, CUstream stream, struct cg_req *mine)
+static void lead(struct ocf_copy_groups *cg, struct cg_req *mine)
 {
 	for (;;) {
 		if (cg->gather_ns) {
@@ -257,7 +290,7 @@ static void lead(struct ocf_copy_groups *cg, CUstream stream, struct cg_req *min
 		}
 		pthread_mutex_unlock(&cg->mu);
 		if (grp)
-			submit(cg, stream, b, k, grp);
+			submit(cg, b, k, grp);
 		else {
 			atomic_fetch_add_explicit(&cg->alone, (unsigned long)k, memory_order_relaxed);
 			for (int i = 0; i < k; i++)
@@ -272,7 +305,7 @@ static void lead(struct ocf_copy_groups *cg, CUstream stream, struct cg_req *min
 	}
 }
 
-enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr dst, const void *src, size_t n,
+enum cg_result cg_copy(struct ocf_copy_groups *cg, CUdeviceptr dst, const void *src, size_t n,
 		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
 {
 	struct cg_req r = {.dst = dst, .src = src, .n = n};
@@ -286,7 +319,7 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr 
 	atomic_fetch_add_explicit(&cg->queued, 1, memory_order_relaxed);
 	if (!atomic_load_explicit(&cg->leading, memory_order_relaxed)) {
 		atomic_store_explicit(&cg->leading, true, memory_order_relaxed);
-		lead(cg, stream, &r);
+		lead(cg, &r);
 	} else {
 		pthread_mutex_unlock(&cg->mu);
 	}
@@ -299,7 +332,7 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr 
 			if (atomic_load_explicit(&r.state, memory_order_acquire) == REQ_PENDING &&
 			    !atomic_load_explicit(&cg->leading, memory_order_relaxed)) {
 				atomic_store_explicit(&cg->leading, true, memory_order_relaxed);
-				lead(cg, stream, &r);
+				lead(cg, &r);
 			} else {
 				pthread_mutex_unlock(&cg->mu);
 			}
@@ -318,7 +351,9 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr 
 	case CG_GROUPED:
 		*ev = r.grp->ev;
 		*grp = r.grp;
-		*wait_bytes = r.group_bytes;
+		/* Polled, as short copies are (gpu_event_wait), whatever the
+		 * group's size: its events are not slept for. */
+		*wait_bytes = r.group_bytes < ((size_t)1 << 20) ? r.group_bytes : (size_t)1 << 20;
 		break;
 	case CG_FAILED:
 		*err = r.err;
@@ -328,6 +363,8 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr 
 	}
 	return (enum cg_result)st;
 }
+
+CUresult cg_drain(struct ocf_copy_group *grp) { return ocf_cu.StreamSynchronize(grp->stream); }
 
 void cg_release(struct ocf_copy_groups *cg, struct ocf_copy_group *grp)
 {

@@ -18,14 +18,16 @@ struct ocf_copy_group;
 /* Copies at most this large may be grouped. */
 #define OCF_GROUP_COPY_MAX ((size_t)512 << 10)
 
-/* Makes the groups of a context with `n` events (at least as many as the
- * threads that can copy at once: one group in flight per member at most),
- * with ctx current.  NULL when grouping is off (OPENCUFILE_GROUPED_COPIES=0,
- * OPENCUFILE_CALLER_GROUPS=0), the driver lacks cuMemcpyBatchAsync, or
- * nothing could be made. */
-struct ocf_copy_groups *cg_create(int n);
-/* With the context current; no copy may be in flight. */
-void cg_destroy(struct ocf_copy_groups *cg);
+/* Makes the groups of a context, with it current: `n` events (at least as
+ * many as copies that can wait at once: a group in flight has at least one
+ * member's copy), slept for when `sleeping_events` (OPENCUFILE_EVENT_WAIT=
+ * sleep), and the streams the groups go on.  NULL when grouping is off
+ * (OPENCUFILE_GROUPED_COPIES=0, OPENCUFILE_CALLER_GROUPS=0), the driver
+ * lacks cuMemcpyBatchAsync, or nothing could be made. */
+struct ocf_copy_groups *cg_create(int n, bool sleeping_events);
+/* No copy may be in flight.  Without the context current (it could not be
+ * made current) only the memory is freed. */
+void cg_destroy(struct ocf_copy_groups *cg, bool ctx_current);
 
 /* Whether `busy` engine participants are enough to try grouping. */
 bool cg_wanted(const struct ocf_copy_groups *cg, int busy);
@@ -37,12 +39,15 @@ enum cg_result {
 };
 
 /* Queues the copy of n bytes from pinned src to dst, with other threads'
- * copies where several are waiting at once, on `stream` (a blocking stream
- * of the context) when this thread submits the group.  For CG_GROUPED,
- * *ev, *grp and *wait_bytes (the group's bytes: the wait's polling budget)
- * are set. */
-enum cg_result cg_copy(struct ocf_copy_groups *cg, CUstream stream, CUdeviceptr dst, const void *src, size_t n,
-		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err);
+ * copies where several are waiting at once, on one of the set's blocking
+ * streams, with the context current.  For CG_GROUPED, *ev, *grp and
+ * *wait_bytes (the wait's polling budget) are set. */
+enum cg_result cg_copy(struct ocf_copy_groups *cg, CUdeviceptr dst, const void *src, size_t n, CUevent *ev,
+		       struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err);
+/* After a failed wait for the group's event: waits for the stream the group
+ * went on, so that no copy of it can still land (CUDA_SUCCESS), or says it
+ * cannot be known. */
+CUresult cg_drain(struct ocf_copy_group *grp);
 /* A member is done waiting for its group's event. */
 void cg_release(struct ocf_copy_groups *cg, struct ocf_copy_group *grp);
 

@@ -532,14 +532,20 @@ struct pending {
 	struct ocf_copy_group *grp; /* the group the copy went in, or NULL */
 };
 
-/* Waits for the copy of one pending buffer; records a failure. */
-static bool wait_copy(struct ocf_job *job, struct pending *p)
+/* Waits for the copy of one pending buffer of the lane; records a
+ * failure. */
+static bool wait_copy(struct ocf_job *job, struct ocf_lane *lane, struct pending *p)
 {
 	p->busy = false;
 	if (!job->io->t.use_stream)
 		return true; /* waited for when it was queued (chunk_copy) */
 	CUresult r = gpu_event_wait(p->ev, p->bytes);
 	if (p->grp) {
+		/* A failed wait does not cancel the copy, and it went on a
+		 * stream run_job does not drain: drain that one now, or the
+		 * lane's buffer may still be read. */
+		if (r != CUDA_SUCCESS && cg_drain(p->grp) != CUDA_SUCCESS)
+			lane->unsafe = true;
 		cg_release(gpu_copy_groups(job->io->t.gpu), p->grp);
 		p->grp = NULL;
 	}
@@ -566,10 +572,11 @@ static CUresult read_copy(const struct ocf_job *job, struct ocf_lane *lane, int 
 		struct ocf_copy_groups *cg = gpu_copy_groups(io->t.gpu);
 		if (cg_wanted(cg, busy)) {
 			CUresult err = CUDA_SUCCESS;
-			switch (cg_copy(cg, lane->stream, io->t.dev + at, src, n, &p->ev, &p->grp, &p->bytes, &err)) {
+			switch (cg_copy(cg, io->t.dev + at, src, n, &p->ev, &p->grp, &p->bytes, &err)) {
 			case CG_GROUPED:
 				return CUDA_SUCCESS;
 			case CG_FAILED:
+				lane->unsafe = true; /* the group's stream could not be drained */
 				return err;
 			case CG_ALONE:
 				break;
@@ -650,7 +657,7 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 			/* The claimed chunk comes after every chunk this
 			 * participant holds, so a failure recorded here stops
 			 * it too. */
-			if (pend[j].busy && !wait_copy(job, &pend[j])) {
+			if (pend[j].busy && !wait_copy(job, lane, &pend[j])) {
 				more = false;
 				break;
 			}
@@ -707,13 +714,13 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 	}
 	for (int i = 0; i < OCF_LANE_DEPTH; i++)
 		if (pend[i].busy)
-			wait_copy(job, &pend[i]);
+			wait_copy(job, lane, &pend[i]);
 }
 
 /* Writes one staged chunk whose device-to-host copy was issued. */
 static bool write_staged_chunk(struct ocf_job *job, struct ocf_lane *lane, struct pending *p)
 {
-	if (!wait_copy(job, p))
+	if (!wait_copy(job, lane, p))
 		return false;
 	/* A chunk beyond a failure is not written: its bytes could never be
 	 * reported. */
@@ -772,7 +779,7 @@ static void device_write_chunks(struct ocf_job *job, struct ocf_lane *lane)
 		if (ok)
 			ok = write_staged_chunk(job, lane, &ring[head]);
 		else
-			wait_copy(job, &ring[head]); /* the buffer must be idle */
+			wait_copy(job, lane, &ring[head]); /* the buffer must be idle */
 		head = (head + 1) % OCF_LANE_DEPTH;
 		count--;
 	}
@@ -887,7 +894,7 @@ static bool run_job(struct ocf_job *job, struct ocf_lane *lane, bool helper)
 		device_read_chunks(job, lane);
 	/* A ring that failed with transfers in flight may still move data
 	 * into or out of the lane's buffers: the lane is not reused. */
-	bool clean = !(lane->ring && uring_ring_broken(lane->ring));
+	bool clean = !(lane->ring && uring_ring_broken(lane->ring)) && !lane->unsafe;
 	/* After a failure, copies this participant issued may still be
 	 * queued (a failed event record or wait does not cancel them): drain
 	 * the stream, so that nothing lands in the caller's memory after the

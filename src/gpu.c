@@ -658,10 +658,11 @@ void gpu_teardown_all(void)
 		if ((g->alive_ev || g->groups) && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
 			if (g->alive_ev)
 				ocf_cu.EventDestroy(g->alive_ev);
-			cg_destroy(g->groups);
+			cg_destroy(g->groups, true);
 			g->groups = NULL;
 			cuda_ctx_pop();
 		}
+		cg_destroy(g->groups, false); /* the context could not be made current */
 		pthread_mutex_destroy(&g->bring_lock);
 		ocf_cu.DevicePrimaryCtxRelease(g->dev);
 		free(g);
@@ -829,12 +830,13 @@ int gpu_bringup(struct ocf_gpu *g)
 			  (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 			  (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) / 1e6);
 		if (some && !g->groups && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
-			/* One group event per lane: groups in flight never
-			 * outnumber the threads holding lanes. */
+			/* One group event per lane buffer: a group in flight
+			 * has a member's copy waiting, at most one per buffer. */
 			pthread_mutex_lock(&p->lock);
 			int lanes = p->created;
 			pthread_mutex_unlock(&p->lock);
-			__atomic_store_n(&g->groups, cg_create(lanes), __ATOMIC_RELEASE);
+			__atomic_store_n(&g->groups, cg_create(lanes * OCF_LANE_DEPTH, ev_mode() == EV_SLEEP),
+					 __ATOMIC_RELEASE);
 			cuda_ctx_pop();
 		}
 		if (some) {

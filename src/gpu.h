@@ -37,6 +37,10 @@ struct ocf_lane {
 	CUstream stream;    /* blocking: ordered with the legacy default stream */
 	CUstream nb_stream; /* non-blocking: for the asynchronous executor's I/O */
 	struct ocf_ring *ring; /* io_uring of the lane's owner (uring.h), or NULL */
+	/* A copy of one of its buffers may still be queued where its owner
+	 * could not drain it (a failed grouped copy, copygroup.h): the lane
+	 * must be discarded, never reused.  Set by its owner only. */
+	bool unsafe;
 };
 
 /* A block of staging memory that lanes are carved from: pinning one large

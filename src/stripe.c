@@ -396,6 +396,15 @@ static void wait_stripe(struct caller *c, size_t s)
 			ocf_cpu_relax();
 			continue;
 		}
+		if (c->wait_next < c->copy_next) {
+			/* A copy is pending (the helpers may not have joined):
+			 * wait for it rather than sleep on `ready`, which its end
+			 * does not bump, and then go and read. */
+			retire_copy(c, true);
+			if (c->wait_next == c->copy_next)
+				break;
+			continue;
+		}
 		if (!watched) {
 			watchdog_wait_begin("cuFileRead", handle_watch_fd(job->io->h),
 					    job->io->t.gpu ? job->io->t.gpu->ordinal : -1,

@@ -3826,6 +3826,10 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *
  * attributes whose first index is 0 and whose indexes rise and stay below
  * count, a valid source access order each, not the legacy stream; a copy
  * that is invalid fails the call before anything is queued. */
+static atomic_long g_batch_stream_delay_us = -1;
+
+FC_EXPORT void fakecuda_set_batch_stream_delay_us(long us) { atomic_store(&g_batch_stream_delay_us, us); }
+
 FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 					      CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 					      CUstream hStream)
@@ -3858,6 +3862,9 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *sr
 		if (any_range(dsts[i], sizes[i], &p) != CUDA_SUCCESS || any_range(srcs[i], sizes[i], &p) != CUDA_SUCCESS)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
+	long bd = atomic_load(&g_batch_stream_delay_us);
+	if (bd >= 0)
+		(void)fakecuda_set_stream_delay_us_for(hStream, bd);
 	for (size_t i = 0; i < count; i++) {
 		void *d = NULL, *src = NULL;
 		if (fault != CUDA_SUCCESS && i == 1)

@@ -78,6 +78,10 @@ void fakecuda_set_stream_delay_us(unsigned us);
 /* The same for one stream only (us < 0: back to the global delay).  Returns
  * 0, or -1 for an unknown stream. */
 int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
+/* From now on, every stream that a cuMemcpyBatchAsync is queued on gets
+ * this delay of its own (us < 0, the default: streams keep theirs), so that
+ * grouped copies can be made to land later than single ones. */
+void fakecuda_set_batch_stream_delay_us(long us);
 
 /* How late, in microseconds, the device bytes of a cuMemcpyHtoD from pageable
  * host memory land (default 1000, or FAKECUDA_PAGEABLE_LAG_US).  As in CUDA,
