@@ -166,14 +166,14 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 		cg->n++;
 	}
 	if (cg->n == 0) {
-		cg_destroy(cg, true);
+		cg_destroy(cg);
 		return NULL;
 	}
 	log_debug("copy groups: %d events, grouping from %d busy participants", cg->n, cg->busy_min);
 	return cg;
 }
 
-void cg_destroy(struct ocf_copy_groups *cg, bool ctx_current)
+void cg_destroy(struct ocf_copy_groups *cg)
 {
 	if (!cg)
 		return;
@@ -181,9 +181,9 @@ void cg_destroy(struct ocf_copy_groups *cg, bool ctx_current)
 	if (calls)
 		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone", calls,
 			 copies, (double)copies / (double)calls, atomic_load(&cg->alone));
-	for (int i = 0; ctx_current && i < cg->n; i++)
+	for (int i = 0; i < cg->n; i++)
 		ocf_cu.EventDestroy(cg->groups[i].ev);
-	for (int i = 0; ctx_current && i < cg->nstreams; i++)
+	for (int i = 0; i < cg->nstreams; i++)
 		ocf_cu.StreamDestroy(cg->streams[i]);
 	pthread_mutex_destroy(&cg->mu);
 	free(cg);

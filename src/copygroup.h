@@ -25,9 +25,9 @@ struct ocf_copy_group;
  * (OPENCUFILE_GROUPED_COPIES=0, OPENCUFILE_CALLER_GROUPS=0), the driver
  * lacks cuMemcpyBatchAsync, or nothing could be made. */
 struct ocf_copy_groups *cg_create(int n, bool sleeping_events);
-/* No copy may be in flight.  Without the context current (it could not be
- * made current) only the memory is freed. */
-void cg_destroy(struct ocf_copy_groups *cg, bool ctx_current);
+/* No copy may be in flight; the context current if it can be (the events
+ * and streams are destroyed by handle either way). */
+void cg_destroy(struct ocf_copy_groups *cg);
 
 /* Whether `busy` engine participants are enough to try grouping. */
 bool cg_wanted(const struct ocf_copy_groups *cg, int busy);

@@ -655,14 +655,17 @@ void gpu_teardown_all(void)
 		if (!g)
 			continue;
 		pool_destroy(&g->pool);
-		if ((g->alive_ev || g->groups) && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
-			if (g->alive_ev)
-				ocf_cu.EventDestroy(g->alive_ev);
-			cg_destroy(g->groups, true);
-			g->groups = NULL;
+		if (g->alive_ev && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+			ocf_cu.EventDestroy(g->alive_ev);
 			cuda_ctx_pop();
 		}
-		cg_destroy(g->groups, false); /* the context could not be made current */
+		/* By handle, like the lanes' (lane_free_buffers): a leak is worse
+		 * than a failed call. */
+		bool pushed = g->groups && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS;
+		cg_destroy(g->groups);
+		g->groups = NULL;
+		if (pushed)
+			cuda_ctx_pop();
 		pthread_mutex_destroy(&g->bring_lock);
 		ocf_cu.DevicePrimaryCtxRelease(g->dev);
 		free(g);
