@@ -64,6 +64,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "copygroup.h"
 #include "cuda_loader.h"
 #include "fileio.h"
 #include "handle.h"
@@ -152,11 +153,6 @@ static ssize_t read_into_stage(struct bio_worker *w, struct ocf_handle *h, size_
 	return r;
 }
 
-/* Copies larger than this are queued alone: the per-copy cost that
- * grouping saves is small beside their transfer (batches of 1 MiB entries
- * went no faster grouped on the H200 machine). */
-#define GROUP_MAX_BYTES ((size_t)512 << 10)
-
 /* Grouped copies: on while the driver has cuMemcpyBatchAsync and has not
  * refused the form (OPENCUFILE_GROUPED_COPIES=0 turns them off). */
 static int grouped_state = -1; /* -1 unknown, 0 off, 1 on; relaxed atomics */
@@ -165,8 +161,7 @@ static bool grouped_on(void)
 {
 	int v = __atomic_load_n(&grouped_state, __ATOMIC_RELAXED);
 	if (v < 0) {
-		const char *env = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
-		int want = ocf_cu.MemcpyBatchAsync && !(env && !strcmp(env, "0"));
+		int want = cg_form_available();
 		/* From unknown only: a refusal's 0 is never overwritten. */
 		int unknown = -1;
 		__atomic_compare_exchange_n(&grouped_state, &unknown, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -202,10 +197,8 @@ static void group_flush(struct bio_worker *w)
 	w->ng = 0;
 	CUstream s = w->lane->nb_stream;
 	if (n > 1 && grouped_on()) {
-		CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
-		size_t attr_idx = 0;
 		uint64_t t0 = prof_now();
-		CUresult r = ocf_cu.MemcpyBatchAsync(w->g_dst, w->g_src, w->g_len, (size_t)n, &attr, &attr_idx, 1, s);
+		CUresult r = cg_memcpy_batch(w->g_dst, w->g_src, w->g_len, (size_t)n, s);
 		prof_time(PROF_T_SUBMIT, t0);
 		if (r == CUDA_SUCCESS) {
 			for (int k = 0; k < n; k++)
@@ -263,7 +256,7 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 			n = w->run_write ? it->io.len : (size_t)it->result;
 		bool joins = seg && n && it->io.t.dev == dev + len && it->stage == at + len &&
 			     buf_same_allocation(&it->io.t, &seg->io.t);
-		if (seg && !joins && group && len <= GROUP_MAX_BYTES) {
+		if (seg && !joins && group && len <= OCF_GROUP_COPY_MAX) {
 			group_add(w, dev, stage_base(w, w->cur) + at, len, seg, items);
 			seg = NULL;
 		} else if (seg && !joins) {

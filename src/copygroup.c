@@ -16,13 +16,13 @@
  * leads: it takes up to CG_MAX queued requests (its own among them, in
  * order), queues them as one grouped call on one of the set's four
  * streams (in turn), records one event of a preallocated pool after them,
- * and hands every member the event; it repeats until its own request is queued, then stops leading.
- * Others spin on their request meanwhile (a driver call, microseconds;
- * after 20 us they yield the CPU on every turn, for a leader that lost its
- * own on a machine with more threads than CPUs) and
- * take over the leading when it ends with requests still queued.  Before it
- * takes the queue a leader waits up to 1 us (OPENCUFILE_CALLER_GROUPS_GATHER_US)
- * for a full group; groups otherwise form only while a leader is busy in
+ * and hands every member the event; it repeats until its own request is
+ * queued, then stops leading.  Others spin on their request meanwhile (a
+ * driver call, microseconds; after 20 us they yield the CPU on every turn,
+ * for a leader that lost its own on a machine with more threads than CPUs)
+ * and take over the leading when it ends with requests still queued.
+ * Before it takes the queue a leader waits up to 1 us
+ * (OPENCUFILE_CALLER_GROUPS_GATHER_US) for a full group; groups otherwise form only while a leader is busy in
  * the driver - exactly when copies contend.  A request found alone is
  * handed back to its thread, which queues it as before (CG_ALONE).  Only
  * while at least 4 participants are busy in the engine
@@ -135,11 +135,22 @@ static int env_int(const char *name, int def)
 	return v && *v ? atoi(v) : def;
 }
 
-struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
+bool cg_form_available(void)
 {
 	const char *g = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
-	if (n <= 0 || !ocf_cu.MemcpyBatchAsync || (g && !strcmp(g, "0")) ||
-	    env_int("OPENCUFILE_CALLER_GROUPS", 1) == 0)
+	return ocf_cu.MemcpyBatchAsync && !(g && !strcmp(g, "0"));
+}
+
+CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t k, CUstream stream)
+{
+	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	size_t attr_idx = 0;
+	return ocf_cu.MemcpyBatchAsync(dst, src, len, k, &attr, &attr_idx, 1, stream);
+}
+
+struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
+{
+	if (n <= 0 || !cg_form_available() || env_int("OPENCUFILE_CALLER_GROUPS", 1) == 0)
 		return NULL;
 	struct ocf_copy_groups *cg = calloc(1, sizeof(*cg) + (size_t)n * sizeof(cg->groups[0]));
 	if (!cg)
@@ -215,10 +226,8 @@ static void submit(struct ocf_copy_groups *cg, struct cg_req **b, int k, struct 
 		len[i] = b[i]->n;
 		total += b[i]->n;
 	}
-	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
-	size_t attr_idx = 0;
 	uint64_t t0 = prof_now();
-	CUresult r = ocf_cu.MemcpyBatchAsync(dst, src, len, (size_t)k, &attr, &attr_idx, 1, stream);
+	CUresult r = cg_memcpy_batch(dst, src, len, (size_t)k, stream);
 	bool batch_ok = r == CUDA_SUCCESS;
 	if (batch_ok)
 		r = ocf_cu.EventRecord(grp->ev, stream);

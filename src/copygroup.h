@@ -15,8 +15,18 @@ struct ocf_copy_groups;
 /* One group in flight: its event, waited for by every member. */
 struct ocf_copy_group;
 
-/* Copies at most this large may be grouped. */
+/* Copies at most this large may be grouped: the per-copy cost that grouping
+ * saves is small beside a larger transfer (batches of 1 MiB entries went no
+ * faster grouped on the H200 machine).  The batch path's bound too. */
 #define OCF_GROUP_COPY_MAX ((size_t)512 << 10)
+
+/* Whether grouped copies may be used at all: the driver has
+ * cuMemcpyBatchAsync and OPENCUFILE_GROUPED_COPIES is not 0. */
+bool cg_form_available(void);
+/* One cuMemcpyBatchAsync of the k copies dst[i] <- src[i] (len[i] bytes)
+ * on `stream`, ordered after the stream's earlier work; used by the
+ * groups below and by the batch path (batch_io.c). */
+CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t k, CUstream stream);
 
 /* Makes the groups of a context, with it current: `n` events (at least as
  * many as copies that can wait at once: a group in flight has at least one

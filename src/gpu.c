@@ -655,13 +655,11 @@ void gpu_teardown_all(void)
 		if (!g)
 			continue;
 		pool_destroy(&g->pool);
-		if (g->alive_ev && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS) {
+		bool pushed = (g->alive_ev || g->groups) && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS;
+		if (g->alive_ev && pushed)
 			ocf_cu.EventDestroy(g->alive_ev);
-			cuda_ctx_pop();
-		}
-		/* By handle, like the lanes' (lane_free_buffers): a leak is worse
-		 * than a failed call. */
-		bool pushed = g->groups && ocf_cu.CtxPushCurrent(g->primary) == CUDA_SUCCESS;
+		/* By handle whether or not the push worked, like the lanes'
+		 * (lane_free_buffers): a leak is worse than a failed call. */
 		cg_destroy(g->groups);
 		g->groups = NULL;
 		if (pushed)
