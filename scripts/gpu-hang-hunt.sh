@@ -33,7 +33,9 @@
 #             engine.c); the copies of those 16 callers go grouped
 #             (copygroup.c: members wait for a leader, then for the group's
 #             event), and once more 16 x 100 KiB at random offsets with
-#             leaders waiting 20 us for full groups; 1 s each, data
+#             leaders waiting 20 us for full groups, and 24 x 64 KiB (more
+#             callers than CPUs) on four queues grouping from two busy
+#             participants; 1 s each, data
 #             verified, HUNT_N_BUSY times (6)
 #   exit      the exit-with-I/O-in-flight test with statistics at level 3,
 #             HUNT_N_EXIT times (10)
@@ -188,7 +190,9 @@ busy() {
 		env OPENCUFILE_HELPER_SPIN_US=100 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 16M \
 			-s "$SIZE" -T 1 -V &&
 		env OPENCUFILE_CALLER_GROUPS_GATHER_US=20 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 \
-			-i 100K -I 2 -s 1G -T 1 -V
+			-i 100K -I 2 -s 1G -T 1 -V &&
+		env OPENCUFILE_CALLER_GROUPS_QUEUES=4 OPENCUFILE_CALLER_GROUPS_BUSY=2 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" \
+			-x 0 -m 0 -N -w 24 -i 64K -I 2 -s 1G -T 1 -V
 }
 step busy "${HUNT_N_BUSY:-6}" busy
 

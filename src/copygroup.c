@@ -12,29 +12,39 @@
  * with many threads contending for it.
  *
  * How (flat combining, no thread of its own): a thread with a copy to
- * queue appends a request to its GPU's queue.  If no thread is leading, it
- * leads: it takes up to CG_MAX queued requests (its own among them, in
- * order), queues them as one grouped call on one of the set's four
- * streams (in turn), records one event of a preallocated pool after them,
- * and hands every member the event; it repeats until its own request is
- * queued, then stops leading.  Others spin on their request meanwhile (a
- * driver call, microseconds; after 20 us they yield the CPU on every turn,
- * for a leader that lost its own on a machine with more threads than CPUs)
- * and take over the leading when it ends with requests still queued.
- * Before it takes the queue a leader waits up to 1 us
- * (OPENCUFILE_CALLER_GROUPS_GATHER_US) for a full group; groups otherwise form only while a leader is busy in
- * the driver - exactly when copies contend.  A request found alone is
- * handed back to its thread, which queues it as before (CG_ALONE).  Only
- * while at least 4 participants are busy in the engine
+ * queue appends a request to one of its GPU's two queues (its own: threads
+ * are spread over the queues in the order they first group a copy;
+ * OPENCUFILE_CALLER_GROUPS_QUEUES, 1-4).  If no thread is leading that
+ * queue, it leads: it takes up to CG_MAX queued requests (its own among
+ * them, in order), queues them as one grouped call on one of the set's four
+ * streams (each queue has its own streams, in turn), records one event of
+ * a preallocated pool after them, and hands every member the event; it
+ * repeats until its own request is queued, then stops leading.  Others
+ * spin on their request meanwhile (a driver call, microseconds; after
+ * 20 us they yield the CPU on every turn, for a leader that lost its own
+ * on a machine with more threads than CPUs) and take over the leading
+ * when it ends with requests still queued.  Before it takes the queue a
+ * leader waits up to 3 us (OPENCUFILE_CALLER_GROUPS_GATHER_US) for a full
+ * group (OPENCUFILE_CALLER_GROUPS_FILL=d, an experiment: only until
+ * busy / (d x queues) are queued); groups otherwise form only while a
+ * leader is busy in the driver - exactly when copies contend.  A request
+ * found alone is handed back to its thread, which queues it as before
+ * (CG_ALONE).  Only while at least 10 participants are busy in the engine
  * (OPENCUFILE_CALLER_GROUPS_BUSY) does a copy try to join a group.
  *
- * Measured (H200 machine, 16 threads x 64 KiB, docs/benchmarks.md): without
- * the wait 11 % of the copies were grouped (3.2 a group) and nothing
- * changed; with 1 us 85 % (3.9 a group): 17.7-18.8 GB/s against
- * 16.1-16.8, p99 101-110 us against 150-154; 16 x 256 KiB 35.3-35.5
- * against 33.1-33.8.  The bus is not what limits those rows: the copies of
- * 16 callers' blocks grouped 4 at a time reach 35.9 GB/s
- * (bench/ceilings), and the callers' CPU time is spent waiting.
+ * Measured (H200 machine, 16 threads x 64 KiB, docs/benchmarks.md): with
+ * one queue, without the wait 11 % of the copies were grouped (3.2 a
+ * group) and nothing changed; with 1 us 85 % (3.9 a group): 17.5-20.2
+ * GB/s against 16.1-16.8 ungrouped, p99 95-112 us against 150-154.  The
+ * one leader was the limit: 16 callers spent ~36 us of each 67 us call
+ * waiting for it (gdsio -P).  Two queues, whose leaders are in the
+ * driver at once, with the 3 us wait: 20.3-21.2 GB/s, p99 77-87 us, 2.3
+ * copies a group; four queues formed no groups to speak of (2.0 a group,
+ * most copies alone).  16 x 256 KiB gains the same 5 % either way.  With 8
+ * callers grouping cost 5 % (13.5 against 14.3), hence the floor of 10
+ * busy participants.  The bus is not what limits those rows: copies
+ * grouped 4 at a time reach 35.9 GB/s (bench/ceilings), and the callers'
+ * CPU time is spent waiting.
  *
  * Waiting: each member waits for the group's event as for its own copy
  * (gpu_event_wait) and then releases the group; the last release returns
@@ -111,20 +121,33 @@ struct cg_req {
 	size_t group_bytes;
 };
 
-struct ocf_copy_groups {
-	pthread_mutex_t mu; /* protects head, tail, free, and writes of leading */
+/* One queue of requests and its leader.  Several queues let several
+ * leaders be in the driver at once (OPENCUFILE_CALLER_GROUPS_QUEUES); a
+ * thread always joins the same queue. */
+struct cg_queue {
+	pthread_mutex_t mu; /* protects head, tail, and writes of leading */
 	struct cg_req *head, *tail;
 	atomic_bool leading;
-	struct ocf_copy_group *free;
-	atomic_bool on; /* false once the driver called the grouped form invalid */
 	atomic_int queued; /* requests in the queue (changed under mu) */
+	unsigned index;	   /* in the set */
+	atomic_uint turn;  /* the next group's stream: index + nqueues * turn */
+	char pad[64];	   /* queues apart on the cache */
+};
+
+struct ocf_copy_groups {
+	pthread_mutex_t free_mu; /* protects free */
+	struct ocf_copy_group *free;
+	atomic_bool on;			   /* false once the driver called the grouped form invalid */
 	atomic_ulong calls, copies, alone; /* grouped calls, their copies, copies handed back */
-	atomic_int invalid; /* grouped calls refused as invalid in a row */
-	atomic_uint turn;   /* the next group's stream */
+	atomic_int invalid;		   /* grouped calls refused as invalid in a row */
+	atomic_uint joined;		   /* threads given a queue so far */
 	CUstream streams[CG_STREAMS];
 	int nstreams;
+	struct cg_queue queues[CG_STREAMS];
+	int nqueues;
 	int busy_min;
 	uint64_t gather_ns; /* a leader waits this long for a fuller group */
+	int fill_div;	    /* ... or until busy / fill_div are queued (0: CG_MAX) */
 	int n;
 	struct ocf_copy_group groups[];
 };
@@ -155,16 +178,27 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 	struct ocf_copy_groups *cg = calloc(1, sizeof(*cg) + (size_t)n * sizeof(cg->groups[0]));
 	if (!cg)
 		return NULL;
-	pthread_mutex_init(&cg->mu, NULL);
-	atomic_init(&cg->leading, false);
+	pthread_mutex_init(&cg->free_mu, NULL);
 	atomic_init(&cg->on, true);
-	atomic_init(&cg->queued, 0);
-	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 4);
-	cg->gather_ns = (uint64_t)env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 1) * 1000;
+	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 10);
+	cg->gather_ns = (uint64_t)env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 3) * 1000;
+	cg->fill_div = env_int("OPENCUFILE_CALLER_GROUPS_FILL", 0);
 	for (int i = 0; i < CG_STREAMS; i++) {
 		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
 			break;
 		cg->nstreams++;
+	}
+	/* Never more queues than streams. */
+	cg->nqueues = env_int("OPENCUFILE_CALLER_GROUPS_QUEUES", 2);
+	if (cg->nqueues > cg->nstreams)
+		cg->nqueues = cg->nstreams;
+	if (cg->nqueues < 1)
+		cg->nqueues = 1;
+	for (int i = 0; i < cg->nqueues; i++) {
+		pthread_mutex_init(&cg->queues[i].mu, NULL);
+		atomic_init(&cg->queues[i].leading, false);
+		atomic_init(&cg->queues[i].queued, 0);
+		cg->queues[i].index = (unsigned)i;
 	}
 	unsigned flags = CU_EVENT_DISABLE_TIMING | (sleeping_events ? CU_EVENT_BLOCKING_SYNC : 0);
 	for (int i = 0; cg->nstreams && i < n; i++) {
@@ -180,7 +214,8 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 		cg_destroy(cg);
 		return NULL;
 	}
-	log_debug("copy groups: %d events, grouping from %d busy participants", cg->n, cg->busy_min);
+	log_debug("copy groups: %d events, %d queues, grouping from %d busy participants", cg->n, cg->nqueues,
+		  cg->busy_min);
 	return cg;
 }
 
@@ -190,13 +225,15 @@ void cg_destroy(struct ocf_copy_groups *cg)
 		return;
 	unsigned long calls = atomic_load(&cg->calls), copies = atomic_load(&cg->copies);
 	if (calls)
-		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone", calls,
-			 copies, (double)copies / (double)calls, atomic_load(&cg->alone));
+		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone",
+			 calls, copies, (double)copies / (double)calls, atomic_load(&cg->alone));
 	for (int i = 0; i < cg->n; i++)
 		ocf_cu.EventDestroy(cg->groups[i].ev);
 	for (int i = 0; i < cg->nstreams; i++)
 		ocf_cu.StreamDestroy(cg->streams[i]);
-	pthread_mutex_destroy(&cg->mu);
+	for (int i = 0; i < cg->nqueues; i++)
+		pthread_mutex_destroy(&cg->queues[i].mu);
+	pthread_mutex_destroy(&cg->free_mu);
 	free(cg);
 }
 
@@ -211,12 +248,13 @@ static void settle(struct cg_req *q, enum cg_result res)
 	atomic_store_explicit(&q->state, (int)res, memory_order_release);
 }
 
-/* Queues the k requests b[] as one grouped call followed by grp's event on
- * `stream`, and settles them. */
-static void submit(struct ocf_copy_groups *cg, struct cg_req **b, int k, struct ocf_copy_group *grp)
+/* Queues the k requests b[] of queue cq as one grouped call followed by
+ * grp's event on the queue's next stream, and settles them. */
+static void submit(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req **b, int k,
+		   struct ocf_copy_group *grp)
 {
-	CUstream stream = cg->streams[atomic_fetch_add_explicit(&cg->turn, 1, memory_order_relaxed) %
-				      (unsigned)cg->nstreams];
+	unsigned turn = atomic_fetch_add_explicit(&cq->turn, 1, memory_order_relaxed);
+	CUstream stream = cg->streams[(cq->index + (unsigned)cg->nqueues * turn) % (unsigned)cg->nstreams];
 	grp->stream = stream;
 	CUdeviceptr dst[CG_MAX], src[CG_MAX];
 	size_t len[CG_MAX], total = 0;
@@ -254,10 +292,10 @@ static void submit(struct ocf_copy_groups *cg, struct cg_req **b, int k, struct 
 	if (!batch_ok && (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED) &&
 	    atomic_fetch_add_explicit(&cg->invalid, 1, memory_order_relaxed) + 1 >= 3)
 		atomic_store_explicit(&cg->on, false, memory_order_relaxed);
-	pthread_mutex_lock(&cg->mu);
+	pthread_mutex_lock(&cg->free_mu);
 	grp->next = cg->free;
 	cg->free = grp;
-	pthread_mutex_unlock(&cg->mu);
+	pthread_mutex_unlock(&cg->free_mu);
 	/* Whatever the failed calls queued lands before anyone is told. */
 	CUresult s = ocf_cu.StreamSynchronize(stream);
 	for (int i = 0; i < k; i++) {
@@ -266,84 +304,111 @@ static void submit(struct ocf_copy_groups *cg, struct cg_req **b, int k, struct 
 	}
 }
 
-/* Called with mu held and `leading` just set by this thread; returns with
- * mu released, once `mine` is settled. */
-static void lead(struct ocf_copy_groups *cg, struct cg_req *mine)
+/* Takes a free group event, or NULL. */
+static struct ocf_copy_group *take_group(struct ocf_copy_groups *cg)
 {
+	pthread_mutex_lock(&cg->free_mu);
+	struct ocf_copy_group *grp = cg->free;
+	if (grp)
+		cg->free = grp->next;
+	pthread_mutex_unlock(&cg->free_mu);
+	return grp;
+}
+
+/* Called with cq->mu held and cq->leading just set by this thread; returns
+ * with it released, once `mine` is settled. */
+static void lead(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req *mine, int busy)
+{
+	int want = CG_MAX;
+	if (cg->fill_div > 0) {
+		want = busy / (cg->fill_div * cg->nqueues);
+		want = want < 2 ? 2 : want > CG_MAX ? CG_MAX : want;
+	}
 	for (;;) {
 		if (cg->gather_ns) {
 			/* Let more requests join, while fewer than a group are queued. */
-			pthread_mutex_unlock(&cg->mu);
+			pthread_mutex_unlock(&cq->mu);
 			uint64_t start = ocf_now_ns();
-			while (atomic_load_explicit(&cg->queued, memory_order_relaxed) < CG_MAX &&
+			while (atomic_load_explicit(&cq->queued, memory_order_relaxed) < want &&
 			       ocf_now_ns() - start < cg->gather_ns)
 				ocf_cpu_relax();
-			pthread_mutex_lock(&cg->mu);
+			pthread_mutex_lock(&cq->mu);
 		}
 		struct cg_req *b[CG_MAX];
 		int k = 0;
 		bool has_mine = false;
-		while (cg->head && k < CG_MAX) {
-			struct cg_req *q = cg->head;
-			cg->head = q->next;
+		while (cq->head && k < CG_MAX) {
+			struct cg_req *q = cq->head;
+			cq->head = q->next;
 			has_mine |= q == mine;
 			b[k++] = q;
 		}
-		atomic_fetch_sub_explicit(&cg->queued, k, memory_order_relaxed);
-		if (!cg->head)
-			cg->tail = NULL;
+		atomic_fetch_sub_explicit(&cq->queued, k, memory_order_relaxed);
+		if (!cq->head)
+			cq->tail = NULL;
+		pthread_mutex_unlock(&cq->mu);
 		struct ocf_copy_group *grp = NULL;
-		if (k >= 2 && atomic_load_explicit(&cg->on, memory_order_relaxed) && cg->free) {
-			grp = cg->free;
-			cg->free = grp->next;
-		}
-		pthread_mutex_unlock(&cg->mu);
+		if (k >= 2 && atomic_load_explicit(&cg->on, memory_order_relaxed))
+			grp = take_group(cg);
 		if (grp)
-			submit(cg, b, k, grp);
+			submit(cg, cq, b, k, grp);
 		else {
 			atomic_fetch_add_explicit(&cg->alone, (unsigned long)k, memory_order_relaxed);
 			for (int i = 0; i < k; i++)
 				settle(b[i], CG_ALONE);
 		}
-		pthread_mutex_lock(&cg->mu);
+		pthread_mutex_lock(&cq->mu);
 		if (has_mine || k == 0) {
-			atomic_store_explicit(&cg->leading, false, memory_order_release);
-			pthread_mutex_unlock(&cg->mu);
+			atomic_store_explicit(&cq->leading, false, memory_order_release);
+			pthread_mutex_unlock(&cq->mu);
 			return;
 		}
 	}
 }
 
-enum cg_result cg_copy(struct ocf_copy_groups *cg, CUdeviceptr dst, const void *src, size_t n,
+/* The queue of the calling thread: threads are spread over the queues in
+ * the order they first group a copy, and keep theirs. */
+static struct cg_queue *my_queue(struct ocf_copy_groups *cg)
+{
+	if (cg->nqueues == 1)
+		return &cg->queues[0];
+	static __thread unsigned slot = 0; /* 1 + the thread's number; 0: none yet */
+	if (!slot)
+		slot = 1 + atomic_fetch_add_explicit(&cg->joined, 1, memory_order_relaxed);
+	return &cg->queues[(slot - 1) % (unsigned)cg->nqueues];
+}
+
+enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,
 		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
 {
 	struct cg_req r = {.dst = dst, .src = src, .n = n};
 	atomic_init(&r.state, REQ_PENDING);
-	pthread_mutex_lock(&cg->mu);
-	if (cg->tail)
-		cg->tail->next = &r;
+	struct cg_queue *cq = my_queue(cg);
+	pthread_mutex_lock(&cq->mu);
+	if (cq->tail)
+		cq->tail->next = &r;
 	else
-		cg->head = &r;
-	cg->tail = &r;
-	atomic_fetch_add_explicit(&cg->queued, 1, memory_order_relaxed);
-	if (!atomic_load_explicit(&cg->leading, memory_order_relaxed)) {
-		atomic_store_explicit(&cg->leading, true, memory_order_relaxed);
-		lead(cg, &r);
+		cq->head = &r;
+	cq->tail = &r;
+	atomic_fetch_add_explicit(&cq->queued, 1, memory_order_relaxed);
+	if (!atomic_load_explicit(&cq->leading, memory_order_relaxed)) {
+		atomic_store_explicit(&cq->leading, true, memory_order_relaxed);
+		lead(cg, cq, &r, busy);
 	} else {
-		pthread_mutex_unlock(&cg->mu);
+		pthread_mutex_unlock(&cq->mu);
 	}
 	int st;
 	uint64_t spun_since = 0;
 	while ((st = atomic_load_explicit(&r.state, memory_order_acquire)) == REQ_PENDING) {
 		/* The leader stopped with this request still queued: lead. */
-		if (!atomic_load_explicit(&cg->leading, memory_order_acquire)) {
-			pthread_mutex_lock(&cg->mu);
+		if (!atomic_load_explicit(&cq->leading, memory_order_acquire)) {
+			pthread_mutex_lock(&cq->mu);
 			if (atomic_load_explicit(&r.state, memory_order_acquire) == REQ_PENDING &&
-			    !atomic_load_explicit(&cg->leading, memory_order_relaxed)) {
-				atomic_store_explicit(&cg->leading, true, memory_order_relaxed);
-				lead(cg, &r);
+			    !atomic_load_explicit(&cq->leading, memory_order_relaxed)) {
+				atomic_store_explicit(&cq->leading, true, memory_order_relaxed);
+				lead(cg, cq, &r, busy);
 			} else {
-				pthread_mutex_unlock(&cg->mu);
+				pthread_mutex_unlock(&cq->mu);
 			}
 			continue;
 		}
@@ -373,14 +438,17 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, CUdeviceptr dst, const void *
 	return (enum cg_result)st;
 }
 
-CUresult cg_drain(struct ocf_copy_group *grp) { return ocf_cu.StreamSynchronize(grp->stream); }
+CUresult cg_drain(struct ocf_copy_group *grp)
+{
+	return ocf_cu.StreamSynchronize(grp->stream);
+}
 
 void cg_release(struct ocf_copy_groups *cg, struct ocf_copy_group *grp)
 {
 	if (atomic_fetch_sub_explicit(&grp->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	pthread_mutex_lock(&cg->mu);
+	pthread_mutex_lock(&cg->free_mu);
 	grp->next = cg->free;
 	cg->free = grp;
-	pthread_mutex_unlock(&cg->mu);
+	pthread_mutex_unlock(&cg->free_mu);
 }
