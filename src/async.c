@@ -206,10 +206,10 @@ void async_submit_list(struct async_exec *ex, struct async_op *first)
 		ex->nthreads++;
 		ex->starting++;
 	}
-	if (n == 1)
+	/* One wake-up per operation: a broadcast would wake every idle
+	 * thread, and those beyond n only queue on the lock to find nothing. */
+	for (int i = 0; i < n && i < ex->idle; i++)
 		pthread_cond_signal(&ex->cv);
-	else
-		pthread_cond_broadcast(&ex->cv);
 	pthread_mutex_unlock(&ex->lock);
 }
 
