@@ -33,7 +33,7 @@
 #             engine.c); the copies of those 16 callers go grouped
 #             (copygroup.c: members wait for a leader, then for the group's
 #             event), and once more 16 x 100 KiB at random offsets with
-#             leaders waiting 20 us for full groups, and 24 x 64 KiB (more
+#             leaders waiting 20 us for fuller groups, and 24 x 64 KiB (more
 #             callers than CPUs) on four queues grouping from two busy
 #             participants; 1 s each, data
 #             verified, HUNT_N_BUSY times (6)

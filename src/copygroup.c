@@ -17,9 +17,10 @@
  * OPENCUFILE_CALLER_GROUPS_QUEUES, 1-4).  If no thread is leading that
  * queue, it leads: it takes up to CG_MAX queued requests (its own among
  * them, in order), queues them as one grouped call on one of the set's four
- * streams (each queue has its own streams, in turn), records one event of
- * a preallocated pool after them, and hands every member the event; it
- * repeats until its own request is queued, then stops leading.  Others
+ * streams (in turn; each queue its own streams where the queues' count
+ * divides four), records one event of a preallocated pool after them, and
+ * hands every member the event; it repeats until its own request is
+ * queued, then stops leading.  Others
  * spin on their request meanwhile (a driver call, microseconds; after
  * 20 us they yield the CPU on every turn, for a leader that lost its own
  * on a machine with more threads than CPUs) and take over the leading
@@ -147,7 +148,7 @@ struct ocf_copy_groups {
 	int nqueues;
 	int busy_min;
 	uint64_t gather_ns; /* a leader waits this long for a fuller group */
-	int fill_div;	    /* ... or until busy / fill_div are queued (0: CG_MAX) */
+	int fill_div;	    /* ... or until busy / (fill_div x nqueues) are queued (0: CG_MAX) */
 	int n;
 	struct ocf_copy_group groups[];
 };
@@ -181,8 +182,12 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 	pthread_mutex_init(&cg->free_mu, NULL);
 	atomic_init(&cg->on, true);
 	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 10);
-	cg->gather_ns = (uint64_t)env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 3) * 1000;
+	/* Bounded: a leader's wait holds up every member of its queue. */
+	int gather_us = env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 3);
+	gather_us = gather_us < 0 ? 0 : gather_us > 10000 ? 10000 : gather_us;
+	cg->gather_ns = (uint64_t)gather_us * 1000;
 	cg->fill_div = env_int("OPENCUFILE_CALLER_GROUPS_FILL", 0);
+	cg->fill_div = cg->fill_div < 0 ? 0 : cg->fill_div > 64 ? 64 : cg->fill_div;
 	for (int i = 0; i < CG_STREAMS; i++) {
 		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
 			break;
@@ -366,16 +371,20 @@ static void lead(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req 
 	}
 }
 
-/* The queue of the calling thread: threads are spread over the queues in
- * the order they first group a copy, and keep theirs. */
+/* The queue of the calling thread: threads are spread over a set's queues
+ * in the order they first group a copy there, and keep theirs while they
+ * use that set (a thread that moves to another GPU's set draws again). */
 static struct cg_queue *my_queue(struct ocf_copy_groups *cg)
 {
 	if (cg->nqueues == 1)
 		return &cg->queues[0];
-	static __thread unsigned slot = 0; /* 1 + the thread's number; 0: none yet */
-	if (!slot)
-		slot = 1 + atomic_fetch_add_explicit(&cg->joined, 1, memory_order_relaxed);
-	return &cg->queues[(slot - 1) % (unsigned)cg->nqueues];
+	static __thread const struct ocf_copy_groups *slot_set;
+	static __thread unsigned slot;
+	if (slot_set != cg) {
+		slot = atomic_fetch_add_explicit(&cg->joined, 1, memory_order_relaxed);
+		slot_set = cg;
+	}
+	return &cg->queues[slot % (unsigned)cg->nqueues];
 }
 
 enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,

@@ -28,7 +28,6 @@
 #define FLEN (32 * T_MIB)
 
 static const char *path;
-static atomic_long ios_done;
 static atomic_int readers_going; /* readers past their first read and write */
 /* Set by the scenario right before it ends the process: from then on the
  * CUDA driver's own exit handlers may tear its context down under the
@@ -61,7 +60,6 @@ static void *reader(void *arg)
 		r = cuFileWrite(fh, m.ptr, 64 * T_KIB, FLEN + (off_t)id * (off_t)(64 * T_KIB), 0);
 		if (r != (ssize_t)(64 * T_KIB) && !atomic_load(&ending))
 			T_FAIL("reader %ld: write returned %zd", id, r);
-		atomic_fetch_add(&ios_done, 1);
 	}
 	return NULL;
 }

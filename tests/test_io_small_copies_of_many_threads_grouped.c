@@ -28,10 +28,16 @@
  *    (its first copy fails when the stream reaches it, so every member's
  *    wait fails): those reads fail, the others are whole, and nothing
  *    lands after any read returned.
- * The ctest entry sets OPENCUFILE_CALLER_GROUPS_BUSY=2 (group from two busy
+ * The ctest entries set OPENCUFILE_CALLER_GROUPS_BUSY=2 (group from two busy
  * threads) and OPENCUFILE_CALLER_GROUPS_GATHER_US=300 (a leader waits that
  * long for a fuller group), so that groups form on a 2-CPU machine and
- * under valgrind.
+ * under valgrind.  The default two queues take 10 threads each; a second
+ * entry runs the plain round alone ("plain") from 40 threads on one queue
+ * (OPENCUFILE_CALLER_GROUPS_QUEUES=1, and a lane for each:
+ * OPENCUFILE_IO_THREADS=39) with grouped calls that take 300 us in the
+ * stand-in: more copies are queued than one group takes, and a
+ * leader must also queue groups without its own copy (counted by a hook
+ * in the stand-in's cuMemcpyBatchAsync; the test fails if none is seen).
  */
 #include "test.h"
 #include "fakecuda.h"
@@ -40,6 +46,7 @@
 #include <stdatomic.h>
 
 #define NTHREADS 20
+#define MAX_THREADS 40 /* the "plain" mode's */
 #define GUARD (8 * T_KIB)
 #define MAXREQ (300 * T_KIB)
 #define SLICE (GUARD + 4096 + MAXREQ + GUARD)
@@ -62,9 +69,31 @@ static long not_fill(const uint8_t *v, size_t from, size_t to, uint8_t byte)
 	return -1;
 }
 
+/* The worker number of the calling thread (-1: not a worker). */
+static __thread long my_id = -1;
+static atomic_int groups_without_own;
+
+/* Every grouped call: one whose copies do not include its calling
+ * thread's own is a leader queuing other threads' copies only. */
+static atomic_int hook_calls, hook_max;
+static void batch_hook(const CUdeviceptr *dsts, size_t count)
+{
+	atomic_fetch_add(&hook_calls, 1);
+	if ((int)count > atomic_load(&hook_max))
+		atomic_store(&hook_max, (int)count);
+	if (my_id < 0)
+		return;
+	CUdeviceptr lo = (CUdeviceptr)(uintptr_t)mem.ptr + (CUdeviceptr)my_id * SLICE, hi = lo + SLICE;
+	for (size_t i = 0; i < count; i++)
+		if (dsts[i] >= lo && dsts[i] < hi)
+			return;
+	atomic_fetch_add(&groups_without_own, 1);
+}
+
 static void *worker(void *arg)
 {
 	long id = (long)arg;
+	my_id = id;
 	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
 	size_t slice_off = (size_t)id * SLICE;
 	uint8_t *dev = fakecuda_shadow((CUdeviceptr)(uintptr_t)mem.ptr + slice_off, SLICE);
@@ -115,18 +144,20 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static int nthreads = NTHREADS;
+
 static unsigned long round_of(int fd, const char *what, int n)
 {
-	pthread_t th[NTHREADS];
+	pthread_t th[MAX_THREADS];
 	t_set_case("%s", what);
 	fprintf(stderr, "--- %s\n", what);
 	unsigned long before = fakecuda_call_count("cuMemcpyBatchAsync_v2");
 	fh = t_register_fd(fd);
 	iters = n;
-	T_EQ(pthread_barrier_init(&barrier, NULL, NTHREADS), 0);
-	for (long i = 0; i < NTHREADS; i++)
+	T_EQ(pthread_barrier_init(&barrier, NULL, (unsigned)nthreads), 0);
+	for (long i = 0; i < nthreads; i++)
 		T_EQ(pthread_create(&th[i], NULL, worker, (void *)i), 0);
-	for (int i = 0; i < NTHREADS; i++)
+	for (int i = 0; i < nthreads; i++)
 		T_EQ(pthread_join(th[i], NULL), 0);
 	pthread_barrier_destroy(&barrier);
 	cuFileHandleDeregister(fh);
@@ -137,17 +168,9 @@ static unsigned long round_of(int fd, const char *what, int n)
 	return calls;
 }
 
-int main(void)
+/* Every round after the plain one (see the top comment). */
+static void other_rounds(const char *path, int fd)
 {
-	const char *path = t_make_pattern_file(FLEN, 0);
-	int fd = t_open(path, O_RDONLY);
-	t_cuda_require();
-	T_CUFILE_OK(cuFileDriverOpen());
-	t_mem_alloc(&mem, T_MEM_DEVICE, NTHREADS * SLICE);
-	T_CUFILE_OK(cuFileBufRegister(mem.ptr, mem.len, 0));
-
-	T_ASSERT(round_of(fd, "plain", 60) > 0);
-
 	fakecuda_set_stream_delay_us(300);
 	watch_us = 900;
 	T_ASSERT(round_of(fd, "copies landing 300 us late", 12) > 0);
@@ -221,6 +244,38 @@ int main(void)
 	fakecuda_set_stream_delay_us(0);
 	fprintf(stderr, "    %d reads failed\n", atomic_load(&failed_reads));
 	T_ASSERT(atomic_load(&failed_reads) > 0);
+}
+
+int main(int argc, char **argv)
+{
+	/* "plain": the first round only (the ctest entry with one queue). */
+	bool plain_only = argc > 1 && strcmp(argv[1], "plain") == 0;
+	const char *path = t_make_pattern_file(FLEN, 0);
+	int fd = t_open(path, O_RDONLY);
+	t_cuda_require();
+	T_CUFILE_OK(cuFileDriverOpen());
+	if (plain_only)
+		nthreads = MAX_THREADS;
+	t_mem_alloc(&mem, T_MEM_DEVICE, (size_t)nthreads * SLICE);
+	T_CUFILE_OK(cuFileBufRegister(mem.ptr, mem.len, 0));
+
+	if (plain_only) {
+		/* 40 threads, grouped calls that take 300 us: the other
+		 * threads queue up behind one, more than a group takes, and a
+		 * leader's own copy is often not among the oldest 16. */
+		fakecuda_set_batch_call_hook(batch_hook);
+		fakecuda_set_batch_call_delay_us(300);
+	}
+	T_ASSERT(round_of(fd, "plain", 60) > 0);
+	if (plain_only) {
+		fakecuda_set_batch_call_delay_us(0);
+		fakecuda_set_batch_call_hook(NULL);
+		fprintf(stderr, "    %d grouped calls without their leader's own copy (%d calls, max %d)\n",
+			atomic_load(&groups_without_own), atomic_load(&hook_calls), atomic_load(&hook_max));
+		T_ASSERT(atomic_load(&groups_without_own) > 0);
+	} else {
+		other_rounds(path, fd);
+	}
 
 	T_CUFILE_OK(cuFileBufDeregister(mem.ptr));
 	t_mem_free(&mem);

@@ -3830,6 +3830,15 @@ static atomic_long g_batch_stream_delay_us = -1;
 
 FC_EXPORT void fakecuda_set_batch_stream_delay_us(long us) { atomic_store(&g_batch_stream_delay_us, us); }
 
+static atomic_long g_batch_call_delay_us;
+static void (*_Atomic g_batch_call_hook)(const CUdeviceptr *dsts, size_t count);
+
+FC_EXPORT void fakecuda_set_batch_call_delay_us(long us) { atomic_store(&g_batch_call_delay_us, us); }
+FC_EXPORT void fakecuda_set_batch_call_hook(void (*fn)(const CUdeviceptr *dsts, size_t count))
+{
+	atomic_store(&g_batch_call_hook, fn);
+}
+
 FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 					      CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 					      CUstream hStream)
@@ -3862,6 +3871,12 @@ FC_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *sr
 		if (any_range(dsts[i], sizes[i], &p) != CUDA_SUCCESS || any_range(srcs[i], sizes[i], &p) != CUDA_SUCCESS)
 			return CUDA_ERROR_INVALID_VALUE;
 	}
+	void (*hook)(const CUdeviceptr *, size_t) = atomic_load(&g_batch_call_hook);
+	if (hook)
+		hook(dsts, count);
+	long cd = atomic_load(&g_batch_call_delay_us);
+	if (cd > 0)
+		usleep((useconds_t)cd);
 	long bd = atomic_load(&g_batch_stream_delay_us);
 	if (bd >= 0)
 		(void)fakecuda_set_stream_delay_us_for(hStream, bd);

@@ -82,6 +82,12 @@ int fakecuda_set_stream_delay_us_for(CUstream stream, long us);
  * this delay of its own (us < 0, the default: streams keep theirs), so that
  * grouped copies can be made to land later than single ones. */
 void fakecuda_set_batch_stream_delay_us(long us);
+/* From now on, every valid cuMemcpyBatchAsync call first calls fn (NULL:
+ * none) with its destinations, on the calling thread, and then takes `us`
+ * microseconds (0, the default: no delay) before it queues anything: a
+ * driver call that other threads can queue up behind. */
+void fakecuda_set_batch_call_hook(void (*fn)(const CUdeviceptr *dsts, size_t count));
+void fakecuda_set_batch_call_delay_us(long us);
 
 /* How late, in microseconds, the device bytes of a cuMemcpyHtoD from pageable
  * host memory land (default 1000, or FAKECUDA_PAGEABLE_LAG_US).  As in CUDA,
