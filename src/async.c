@@ -93,8 +93,20 @@ static void *executor_main(void *arg)
 	ex->starting--;
 	for (;;) {
 		ex->idle++;
-		while (!ex->head && !ex->stopping)
-			pthread_cond_wait(&ex->cv, &ex->lock);
+		while (!ex->head && !ex->stopping) {
+			/* Bounded: a wake-up that glibc's condition variable
+			 * loses (its bug 25847, pthread_cond_signal under
+			 * contention) delays an operation by at most this
+			 * long instead of leaving it queued for good. */
+			struct timespec dl;
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += 100 * 1000 * 1000;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&ex->cv, &ex->lock, &dl);
+		}
 		ex->idle--;
 		if (!ex->head)
 			break; /* stopping, and nothing left */
