@@ -87,7 +87,17 @@ static void read_warm(CUfileHandle_t fh, enum t_mem_kind kind, const char *handl
 			t_set_case("warm file, %s handle, %s, no-wait copies %s, file offset %lld, size %zu",
 				   handle, t_mem_kind_name(kind), faults[f].what, (long long)c->foff,
 				   c->size);
-			T_EQ_U(read_with_fault(fh, &m, c, &faults[f]), 0);
+			unsigned long long d = read_with_fault(fh, &m, c, &faults[f]);
+			if (d) {
+				/* read_bytes counts the whole process: a page of
+				 * the program faulted in by any thread (seen
+				 * once under parallel test load: 4096 bytes).
+				 * A library that re-read the cached pages would
+				 * do it again. */
+				fprintf(stderr, "    %llu bytes from the disk; the case once more\n", d);
+				d = read_with_fault(fh, &m, c, &faults[f]);
+			}
+			T_EQ_U(d, 0);
 		}
 	}
 	t_mem_free(&m);
