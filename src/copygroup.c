@@ -13,8 +13,8 @@
  *
  * How (flat combining, no thread of its own): a thread with a copy to
  * queue appends a request to one of its GPU's two queues (its own: threads
- * are spread over the queues in the order they first group a copy;
- * OPENCUFILE_CALLER_GROUPS_QUEUES, 1-4).  If no thread is leading that
+ * are spread over a GPU's queues in the order they first group a copy
+ * there; OPENCUFILE_CALLER_GROUPS_QUEUES, 1-4).  If no thread is leading that
  * queue, it leads: it takes up to CG_MAX queued requests (its own among
  * them, in order), queues them as one grouped call on one of the set's four
  * streams (in turn; each queue its own streams where the queues' count
