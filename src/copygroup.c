@@ -130,8 +130,7 @@ struct cg_queue {
 	struct cg_req *head, *tail;
 	atomic_bool leading;
 	atomic_int queued; /* requests in the queue (changed under mu) */
-	unsigned index;	   /* in the set */
-	atomic_uint turn;  /* the next group's stream: index + nqueues * turn */
+	atomic_uint turn;  /* the next group's stream: its index + nqueues * turn */
 	char pad[64];	   /* queues apart on the cache */
 };
 
@@ -203,7 +202,6 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 		pthread_mutex_init(&cg->queues[i].mu, NULL);
 		atomic_init(&cg->queues[i].leading, false);
 		atomic_init(&cg->queues[i].queued, 0);
-		cg->queues[i].index = (unsigned)i;
 	}
 	unsigned flags = CU_EVENT_DISABLE_TIMING | (sleeping_events ? CU_EVENT_BLOCKING_SYNC : 0);
 	for (int i = 0; cg->nstreams && i < n; i++) {
@@ -253,13 +251,34 @@ static void settle(struct cg_req *q, enum cg_result res)
 	atomic_store_explicit(&q->state, (int)res, memory_order_release);
 }
 
+/* Takes a free group event, or NULL. */
+static struct ocf_copy_group *take_group(struct ocf_copy_groups *cg)
+{
+	pthread_mutex_lock(&cg->free_mu);
+	struct ocf_copy_group *grp = cg->free;
+	if (grp)
+		cg->free = grp->next;
+	pthread_mutex_unlock(&cg->free_mu);
+	return grp;
+}
+
+/* Returns a group event to the pool. */
+static void put_group(struct ocf_copy_groups *cg, struct ocf_copy_group *grp)
+{
+	pthread_mutex_lock(&cg->free_mu);
+	grp->next = cg->free;
+	cg->free = grp;
+	pthread_mutex_unlock(&cg->free_mu);
+}
+
 /* Queues the k requests b[] of queue cq as one grouped call followed by
  * grp's event on the queue's next stream, and settles them. */
 static void submit(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req **b, int k,
 		   struct ocf_copy_group *grp)
 {
 	unsigned turn = atomic_fetch_add_explicit(&cq->turn, 1, memory_order_relaxed);
-	CUstream stream = cg->streams[(cq->index + (unsigned)cg->nqueues * turn) % (unsigned)cg->nstreams];
+	unsigned index = (unsigned)(cq - cg->queues);
+	CUstream stream = cg->streams[(index + (unsigned)cg->nqueues * turn) % (unsigned)cg->nstreams];
 	grp->stream = stream;
 	CUdeviceptr dst[CG_MAX], src[CG_MAX];
 	size_t len[CG_MAX], total = 0;
@@ -297,27 +316,13 @@ static void submit(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_re
 	if (!batch_ok && (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED) &&
 	    atomic_fetch_add_explicit(&cg->invalid, 1, memory_order_relaxed) + 1 >= 3)
 		atomic_store_explicit(&cg->on, false, memory_order_relaxed);
-	pthread_mutex_lock(&cg->free_mu);
-	grp->next = cg->free;
-	cg->free = grp;
-	pthread_mutex_unlock(&cg->free_mu);
+	put_group(cg, grp);
 	/* Whatever the failed calls queued lands before anyone is told. */
 	CUresult s = ocf_cu.StreamSynchronize(stream);
 	for (int i = 0; i < k; i++) {
 		b[i]->err = s;
 		settle(b[i], s == CUDA_SUCCESS ? CG_ALONE : CG_FAILED);
 	}
-}
-
-/* Takes a free group event, or NULL. */
-static struct ocf_copy_group *take_group(struct ocf_copy_groups *cg)
-{
-	pthread_mutex_lock(&cg->free_mu);
-	struct ocf_copy_group *grp = cg->free;
-	if (grp)
-		cg->free = grp->next;
-	pthread_mutex_unlock(&cg->free_mu);
-	return grp;
 }
 
 /* Called with cq->mu held and cq->leading just set by this thread; returns
@@ -454,10 +459,6 @@ CUresult cg_drain(struct ocf_copy_group *grp)
 
 void cg_release(struct ocf_copy_groups *cg, struct ocf_copy_group *grp)
 {
-	if (atomic_fetch_sub_explicit(&grp->refs, 1, memory_order_acq_rel) != 1)
-		return;
-	pthread_mutex_lock(&cg->free_mu);
-	grp->next = cg->free;
-	cg->free = grp;
-	pthread_mutex_unlock(&cg->free_mu);
+	if (atomic_fetch_sub_explicit(&grp->refs, 1, memory_order_acq_rel) == 1)
+		put_group(cg, grp);
 }

@@ -73,9 +73,10 @@ static long not_fill(const uint8_t *v, size_t from, size_t to, uint8_t byte)
 static __thread long my_id = -1;
 static atomic_int groups_without_own;
 
+static atomic_int hook_calls, hook_max; /* grouped calls seen, the largest */
+
 /* Every grouped call: one whose copies do not include its calling
  * thread's own is a leader queuing other threads' copies only. */
-static atomic_int hook_calls, hook_max;
 static void batch_hook(const CUdeviceptr *dsts, size_t count)
 {
 	atomic_fetch_add(&hook_calls, 1);
