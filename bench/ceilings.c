@@ -11,8 +11,8 @@
  *     -r SIZE   bytes read per O_DIRECT queue depth (default 1G)
  *     -c SIZE   chunk of the page-cache pread ceiling (default 1M)
  *     -d GPU    GPU index (default 0)
- *     -t TESTS  comma list of copy,latency,pread,odirect,pwrite (default all
- *               that the given files allow)
+ *     -t TESTS  comma list of copy,latency,dirty,pread,odirect,pwrite,kvcopy,
+ *               kvfile,staged (default all that the given files allow)
  *     -n        never drop the page cache (default: drop it, as root, before
  *               each cold measurement)
  *
@@ -679,6 +679,154 @@ static void test_pwrite(const char *file, uint64_t bytes)
 	}
 }
 
+/* ------------------------------------------------ the staged pipeline */
+
+/* What any library that reaches device memory through pinned staging can
+ * move from a warm file: `threads` threads take chunk indexes from one
+ * counter; each has three pinned buffers of `chunk` bytes, each buffer its
+ * own stream, and loops pread(chunk -> buffer j); cuMemcpyHtoDAsync(buffer
+ * j) - waiting for buffer j's stream only before refilling it, so the read
+ * of one chunk overlaps the copies of the two before.  No cuFile, no
+ * hand-offs, no wake-ups: an upper bound for every staged design with that
+ * many reading threads (the engine's participants), below the bus whenever
+ * the page-cache copies and the DMA compete for memory. */
+struct stagedjob {
+	int fd;
+	size_t chunk;
+	uint64_t nchunks;
+	atomic_ullong next;
+	atomic_int err;
+	pthread_barrier_t go, end; /* every thread and the timer: setup and teardown untimed */
+};
+
+static void *staged_main(void *arg)
+{
+	struct stagedjob *j = arg;
+	CUcontext ctx;
+	void *buf[3] = {0};
+	CUstream st[3] = {0};
+	CUdeviceptr d = 0;
+	const size_t dlen = (size_t)16 << 20;
+	int e = 0;
+	if (cuda_dl_bind(&cu, gpu_index, &ctx) || cu.MemAlloc(&d, dlen)) {
+		e = ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (cu.MemHostAlloc(&buf[i], j->chunk, CU_MEMHOSTALLOC_PORTABLE) || cu.StreamCreate(&st[i], 1)) {
+			e = ENOMEM;
+			goto out;
+		}
+		memset(buf[i], 0, j->chunk);
+	}
+out:
+	if (e)
+		atomic_store(&j->err, e);
+	pthread_barrier_wait(&j->go);
+	for (uint64_t k = 0; !e; k++) {
+		uint64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+		if (c >= j->nchunks)
+			break;
+		int b = (int)(k % 3);
+		if (k >= 3 && cu.StreamSynchronize(st[b])) {
+			e = EIO;
+			break;
+		}
+		size_t done = 0;
+		while (done < j->chunk) {
+			ssize_t r = pread(j->fd, (char *)buf[b] + done, j->chunk - done, (off_t)(c * j->chunk + done));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				e = r < 0 ? errno : EIO;
+				break;
+			}
+			done += (size_t)r;
+		}
+		if (!e && cu.MemcpyHtoDAsync(d + (CUdeviceptr)(c * j->chunk % (dlen / j->chunk * j->chunk)), buf[b],
+					     j->chunk, st[b]))
+			e = EIO;
+	}
+	for (int i = 0; i < 3; i++)
+		if (st[i])
+			cu.StreamSynchronize(st[i]);
+	if (e)
+		atomic_store(&j->err, e);
+	pthread_barrier_wait(&j->end);
+	for (int i = 0; i < 3; i++) {
+		if (st[i])
+			cu.StreamDestroy(st[i]);
+		if (buf[i])
+			cu.MemFreeHost(buf[i]);
+	}
+	if (d)
+		cu.MemFree(d);
+	return NULL;
+}
+
+static void test_staged(const char *file)
+{
+	static const int counts[] = {1, 2, 4, 8, 16};
+	static const size_t chunks[] = {1 << 20, 256 << 10};
+	int fd = open(file, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		printf("# staged: %s: %s\n", file, strerror(errno));
+		return;
+	}
+	uint64_t cap = OCF_MIN_U64((uint64_t)st.st_size, (uint64_t)4 << 30);
+	parallel_io(fd, 0, 16, 1 << 20, cap / (1 << 20) * (1 << 20), NULL); /* all of it cached */
+	for (int c = 0; c < 2; c++) {
+		for (int i = 0; i < 5; i++) {
+			double best = 0, best_cpu = 0;
+			for (int rep = 0; rep < 2; rep++) {
+				struct stagedjob j = {.fd = fd, .chunk = chunks[c], .nchunks = cap / chunks[c]};
+				pthread_t th[16];
+				int n = 0;
+				struct rusage r0, r1;
+				pthread_barrier_init(&j.go, NULL, (unsigned)counts[i] + 1);
+				pthread_barrier_init(&j.end, NULL, (unsigned)counts[i] + 1);
+				for (; n < counts[i]; n++)
+					if (pthread_create(&th[n], NULL, staged_main, &j)) {
+						printf("# staged: cannot start threads\n");
+						exit(1);
+					}
+				pthread_barrier_wait(&j.go);
+				getrusage(RUSAGE_SELF, &r0);
+				double t0 = now();
+				pthread_barrier_wait(&j.end);
+				double dt = now() - t0;
+				getrusage(RUSAGE_SELF, &r1);
+				for (int k = 0; k < n; k++)
+					pthread_join(th[k], NULL);
+				pthread_barrier_destroy(&j.go);
+				pthread_barrier_destroy(&j.end);
+				if (atomic_load(&j.err)) {
+					printf("# staged: failed: %s\n", strerror(atomic_load(&j.err)));
+					close(fd);
+					return;
+				}
+				double g = (double)(j.nchunks * chunks[c]) / dt / 1e9;
+				double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+					     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+				if (g > best) {
+					best = g;
+					best_cpu = cpu / ((double)(j.nchunks * chunks[c]) / 1e9);
+				}
+			}
+			char name[64];
+			snprintf(name, sizeof(name), "staged_%dthreads_%s", counts[i], c ? "256KiB" : "1MiB");
+			ceiling(name, best, "GB/s");
+			printf("# staged_%dthreads_%s: %.3f CPU s/GB (waits spin in the driver)\n", counts[i],
+			       c ? "256KiB" : "1MiB", best_cpu);
+		}
+	}
+	printf("# staged: %llu bytes of %s, warm, each thread 3 pinned buffers and 3 streams, pread then "
+	       "cuMemcpyHtoDAsync, the best of 2 (setup and teardown not timed)\n",
+	       (unsigned long long)cap, file);
+	close(fd);
+}
+
 /* The file ceilings of the KV-cache rows: pread and pwrite of 64 KiB and
  * 1 MiB blocks by 16 threads between pinned memory and a warm file (the
  * data file for reads; for writes the write file, preallocated and
@@ -761,7 +909,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "
-				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile] [-n]\n",
+				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged] [-n]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -795,6 +943,8 @@ int main(int argc, char **argv)
 		test_odirect(file, per_depth);
 	if (wfile && wanted(tests, "pwrite"))
 		test_pwrite(wfile, wbytes);
+	if (have_cuda && file && wanted(tests, "staged"))
+		test_staged(file);
 	if (have_cuda && wanted(tests, "dirty"))
 		test_dirty(file);
 	if (have_cuda && wanted(tests, "kvcopy"))

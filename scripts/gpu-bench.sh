@@ -959,9 +959,9 @@ env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1
 # The separate-copy ceilings of 64 KiB, 256 KiB and 1 MiB blocks bound the
 # small-call rows of the loader mode too.
 if [ "$QUICK" = loader ]; then
-	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,kvcopy
+	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged,kvcopy
 else
-	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread
+	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged
 fi
 
 [ "$QUICK" = tp ] && tp_mode
