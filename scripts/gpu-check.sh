@@ -357,7 +357,7 @@ section "(b) build ours"
 if ! skipped build; then
 	{
 		echo "##### cmake configure + build of the library target  [t=$(elapsed)s]"
-		timeout -k 5 "$(tmo 150)" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		timeout -k 5 "$(tmo 150)" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
 			-DOPENCUFILE_GPU_TESTS=ON $JSONC_ARG 2>&1 &&
 			timeout -k 5 "$(tmo 240)" cmake --build "$BUILD" -j16 --target cufile 2>&1
 		echo "lib-exit: $?"
