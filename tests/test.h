@@ -35,6 +35,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -940,6 +941,63 @@ static inline int t_read_and_verify_window(CUfileHandle_t fh, struct t_mem *m, s
 		rc = -1;
 	free(scratch);
 	return rc;
+}
+
+/*
+ * Reads from `threads` threads at once (at most 16), each into its own
+ * slice of one device buffer: `iters` reads of min_size + a pseudo-random
+ * part of size_range bytes at random file offsets below flen - size, into
+ * random buffer offsets below 4096, each checked like
+ * t_read_and_verify_window with `guard` bytes (slices of 4096 + the largest
+ * read + 2 guard bytes).  Fails the test on any bad read.
+ */
+struct t_slice_reads {
+	CUfileHandle_t fh;
+	size_t min_size, size_range, guard;
+	off_t flen;
+	int iters;
+};
+
+struct t_slice_reader {
+	const struct t_slice_reads *p;
+	struct t_mem slice;
+	int id;
+};
+
+static inline void *t_slice_reader_main(void *arg)
+{
+	struct t_slice_reader *a = arg;
+	const struct t_slice_reads *p = a->p;
+	t_cuda_bind_thread();
+	uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(a->id + 1);
+	for (int it = 0; it < p->iters; it++) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		size_t size = p->min_size + (size_t)(rng >> 33) % (p->size_range ? p->size_range : 1);
+		off_t foff = (off_t)((rng >> 13) % (uint64_t)(p->flen - (off_t)size));
+		off_t boff = (off_t)((rng >> 7) % 4096);
+		/* No t_set_case here: t_case is one buffer for the process. */
+		if (t_read_and_verify_window(p->fh, &a->slice, p->guard, size, foff, boff, (ssize_t)size, 0, p->guard))
+			T_FAIL("thread %d, iteration %d: bad read of %zu at %lld into offset %lld", a->id, it, size,
+			       (long long)foff, (long long)boff);
+	}
+	return NULL;
+}
+
+static inline void t_threads_read_slices(const struct t_slice_reads *p, int threads)
+{
+	size_t slice = 2 * p->guard + 4096 + p->min_size + p->size_range;
+	struct t_mem m;
+	pthread_t th[16];
+	struct t_slice_reader r[16];
+	T_ASSERT(threads > 0 && threads <= 16);
+	t_mem_alloc(&m, T_MEM_DEVICE, (size_t)threads * slice);
+	for (int i = 0; i < threads; i++) {
+		r[i] = (struct t_slice_reader){p, {m.kind, (char *)m.ptr + (size_t)i * slice, slice}, i};
+		T_EQ(pthread_create(&th[i], NULL, t_slice_reader_main, &r[i]), 0);
+	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	t_mem_free(&m);
 }
 
 /* t_read_and_verify_window over all of m. */

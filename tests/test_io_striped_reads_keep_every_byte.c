@@ -21,11 +21,20 @@
  * The ctest entry sets OPENCUFILE_PARALLEL=8, so that helpers are offered
  * whatever the machine's CPU count, and OPENCUFILE_STRIPE_MIN_KB=512 (the
  * default path starts at 2 MiB).
+ *
+ *   test_io_striped_reads_keep_every_byte [striped|lone]
+ *
+ * "lone": reads of 4 KiB to 2 MiB by a caller alone in the engine on the
+ * default paths (no striping below 2 MiB), the same checks; with
+ * OPENCUFILE_ALONE_CHUNK_KB=256 (an experiment, off by default) such a read
+ * is cut into up to three even chunks of at least 256 KiB, so that reading
+ * and copying overlap (engine.c, pick_chunk): 1 MiB in three copies, 600
+ * and 512 KiB in two, 300 and 256 KiB in one (never a short last chunk); a
+ * 1 MiB write still one; without the variable every such read is one copy.
+ * Four threads at once: some alone, some not.
  */
 #include "test.h"
 #include "fakecuda.h"
-
-#include <pthread.h>
 
 #define FLEN (40 * T_MIB)
 #define GUARD (64 * T_KIB)
@@ -33,6 +42,8 @@
 #define ALLOC (GUARD + 4096 + MAXREQ + GUARD)
 
 static const char *path;
+static bool lone;    /* the "lone" mode */
+static bool chunked; /* OPENCUFILE_ALONE_CHUNK_KB set and not 0 */
 
 struct shape {
 	size_t size;
@@ -42,12 +53,17 @@ struct shape {
 
 static void run_shapes(CUfileHandle_t fh, struct t_mem *m, const char *what)
 {
-	static const size_t sizes[] = {512 * T_KIB,	 512 * T_KIB + 1, 768 * T_KIB - 4096,
-				       T_MIB,		 T_MIB + 4095,	  3 * T_MIB + 17,
-				       4 * T_MIB,	 8 * T_MIB,	  8 * T_MIB + 1};
+	static const size_t striped_sizes[] = {512 * T_KIB, 512 * T_KIB + 1, 768 * T_KIB - 4096,
+					       T_MIB,	    T_MIB + 4095,    3 * T_MIB + 17,
+					       4 * T_MIB,   8 * T_MIB,	     8 * T_MIB + 1};
+	static const size_t lone_sizes[] = {4096,	 256 * T_KIB, 256 * T_KIB + 1, 300 * T_KIB,  512 * T_KIB - 17,
+					    768 * T_KIB, T_MIB,	      T_MIB + 4095,    2 * T_MIB - 1};
+	const size_t *sizes = lone ? lone_sizes : striped_sizes;
+	size_t nsizes = lone ? sizeof(lone_sizes) / sizeof(lone_sizes[0])
+			     : sizeof(striped_sizes) / sizeof(striped_sizes[0]);
 	static const off_t foffs[] = {0, 4095, T_MIB - 1, 8192};
 	static const off_t boffs[] = {0, 3};
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	for (size_t i = 0; i < nsizes; i++)
 		for (size_t j = 0; j < sizeof(foffs) / sizeof(foffs[0]); j++)
 			for (size_t k = 0; k < sizeof(boffs) / sizeof(boffs[0]); k++) {
 				t_set_case("%s: read of %zu at file offset %lld into buffer offset %lld", what,
@@ -56,10 +72,11 @@ static void run_shapes(CUfileHandle_t fh, struct t_mem *m, const char *what)
 							     (ssize_t)sizes[i], 0, GUARD))
 					T_FAIL("bad read");
 			}
-	/* End of file inside a stripe: 1.5 MiB of a 4 MiB read. */
-	size_t have = 3 * T_MIB / 2;
-	t_set_case("%s: read of 4 MiB that meets end of file after %zu bytes", what, have);
-	if (t_read_and_verify_window(fh, m, GUARD, 4 * T_MIB, (off_t)(FLEN - have), 5, (ssize_t)have, 0, GUARD))
+	/* End of file inside a stripe: 1.5 MiB of a 4 MiB read (lone: 300
+	 * KiB + 5 of a 1 MiB read, inside its second chunk). */
+	size_t want = lone ? T_MIB : 4 * T_MIB, have = lone ? 300 * T_KIB + 5 : 3 * T_MIB / 2;
+	t_set_case("%s: read of %zu that meets end of file after %zu bytes", what, want, have);
+	if (t_read_and_verify_window(fh, m, GUARD, want, (off_t)(FLEN - have), 5, (ssize_t)have, 0, GUARD))
 		T_FAIL("bad read at end of file");
 	/* Past end of file: nothing. */
 	t_set_case("%s: read of 2 MiB past end of file", what);
@@ -70,83 +87,69 @@ static void run_shapes(CUfileHandle_t fh, struct t_mem *m, const char *what)
 /* One copy per stripe: the read went the striped way.  Stripes are 2 MiB,
  * or half the request rounded up to whole 256 KiB pieces when that is
  * less: 512 KiB for 1 MiB, 1.75 MiB for 3 MiB + 17. */
-static void check_copies(CUfileHandle_t fh, struct t_mem *m)
-{
-	static const struct {
-		size_t size;
-		unsigned long copies;
-	} c[] = {{T_MIB, 2}, {4 * T_MIB, 2}, {8 * T_MIB, 4}, {3 * T_MIB + 17, 2}};
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		t_set_case("copies of a striped read of %zu at offset 0", c[i].size);
-		unsigned long before = fakecuda_call_count("cuMemcpyHtoDAsync_v2");
-		T_EQ(cuFileRead(fh, (char *)m->ptr + GUARD, c[i].size, 0, 0), (ssize_t)c[i].size);
-		T_EQ_U(fakecuda_call_count("cuMemcpyHtoDAsync_v2") - before, c[i].copies);
-	}
-}
-
-struct worker_arg {
-	CUfileHandle_t fh;
-	struct t_mem *m;
-	int id;
+struct copies {
+	size_t size;
+	unsigned long copies;
 };
 
-#define NTHREADS 6
-#define SLICE (4 * T_MIB + 2 * GUARD)
-
-static void *worker(void *p)
+static void check_copies(CUfileHandle_t fh, struct t_mem *m)
 {
-	struct worker_arg *a = p;
-	t_cuda_bind_thread();
-	struct t_mem slice = {a->m->kind, (char *)a->m->ptr + (size_t)a->id * SLICE, SLICE};
-	uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(a->id + 1);
-	for (int it = 0; it < 12; it++) {
-		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-		size_t size = 512 * T_KIB + (size_t)(rng >> 33) % (7 * T_MIB / 2);
-		off_t foff = (off_t)((rng >> 13) % (FLEN - size));
-		off_t boff = (off_t)((rng >> 7) % 4096);
-		/* No t_set_case here: t_case is one buffer for the process. */
-		if (t_read_and_verify_window(a->fh, &slice, GUARD, size, foff, boff, (ssize_t)size, 0, GUARD))
-			T_FAIL("thread %d, iteration %d: bad read of %zu at %lld into offset %lld", a->id, it, size,
-			       (long long)foff, (long long)boff);
+	static const struct copies striped[] = {{T_MIB, 2}, {4 * T_MIB, 2}, {8 * T_MIB, 4}, {3 * T_MIB + 17, 2}};
+	static const struct copies alone[] = {{T_MIB, 3},	    {600 * T_KIB, 2}, {512 * T_KIB, 2},
+					      {300 * T_KIB, 1},	    {256 * T_KIB, 1}, {64 * T_KIB, 1},
+					      {2 * T_MIB - 4096, 3}, {776 * T_KIB, 3}};
+	const struct copies *c = lone ? alone : striped;
+	size_t n = lone ? sizeof(alone) / sizeof(alone[0]) : sizeof(striped) / sizeof(striped[0]);
+	for (size_t i = 0; i < n; i++) {
+		t_set_case("copies of a %s read of %zu at offset 0", lone ? "lone" : "striped", c[i].size);
+		unsigned long before = fakecuda_call_count("cuMemcpyHtoDAsync_v2");
+		T_EQ(cuFileRead(fh, (char *)m->ptr + GUARD, c[i].size, 0, 0), (ssize_t)c[i].size);
+		T_EQ_U(fakecuda_call_count("cuMemcpyHtoDAsync_v2") - before, !lone || chunked ? c[i].copies : 1);
 	}
-	return NULL;
+	if (lone) {
+		/* Writes keep whole chunks.  The buffer holds the file's first
+		 * bytes: the file is unchanged. */
+		t_set_case("copies of a lone write of 1 MiB");
+		unsigned long before = fakecuda_call_count("cuMemcpyDtoHAsync_v2");
+		T_EQ(cuFileWrite(fh, (char *)m->ptr + GUARD, T_MIB, 0, 0), (ssize_t)T_MIB);
+		T_EQ_U(fakecuda_call_count("cuMemcpyDtoHAsync_v2") - before, 1);
+	}
 }
 
+/* Six threads at once (lone: four), each its own slice of one buffer and
+ * its own file ranges: some stripe (are alone) and some do not. */
 static void run_threads(CUfileHandle_t fh)
 {
-	t_set_case("six threads reading at once");
-	struct t_mem m;
-	t_mem_alloc(&m, T_MEM_DEVICE, (size_t)NTHREADS * SLICE);
-	pthread_t th[NTHREADS];
-	struct worker_arg args[NTHREADS];
-	for (int i = 0; i < NTHREADS; i++) {
-		args[i] = (struct worker_arg){fh, &m, i};
-		T_EQ(pthread_create(&th[i], NULL, worker, &args[i]), 0);
-	}
-	for (int i = 0; i < NTHREADS; i++)
-		pthread_join(th[i], NULL);
-	t_mem_free(&m);
+	t_set_case("%s threads reading at once", lone ? "four" : "six");
+	struct t_slice_reads striped = {fh, 512 * T_KIB, 7 * T_MIB / 2, GUARD, FLEN, 12};
+	struct t_slice_reads alone = {fh, 1, 2 * T_MIB, GUARD, FLEN, 16};
+	t_threads_read_slices(lone ? &alone : &striped, lone ? 4 : 6);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	lone = argc > 1 && !strcmp(argv[1], "lone");
+	const char *env = getenv("OPENCUFILE_ALONE_CHUNK_KB");
+	chunked = env && *env && strcmp(env, "0");
 	t_cuda_require();
 	path = t_make_pattern_file(FLEN, 0);
 	T_CUFILE_OK(cuFileDriverOpen());
 	struct t_mem m;
 	t_mem_alloc(&m, T_MEM_DEVICE, ALLOC);
 
-	int fd = t_open(path, O_RDONLY);
+	int fd = t_open(path, O_RDWR); /* lone: one write, of the file's own bytes */
 	CUfileHandle_t fh = t_register_fd(fd);
 	run_shapes(fh, &m, "buffered, unregistered");
 	check_copies(fh, &m);
 	T_CUFILE_OK(cuFileBufRegister(m.ptr, ALLOC, 0));
 	run_shapes(fh, &m, "buffered, registered");
 	check_copies(fh, &m);
-	/* Helpers wait for stripe buffers while the copies are slow. */
+	/* Helpers wait for stripe buffers while the copies are slow (lone: a
+	 * chunk's buffer comes back only once its copy landed). */
 	fakecuda_set_stream_delay_us(2000);
 	t_set_case("slow streams");
-	if (t_read_and_verify_window(fh, &m, GUARD, 8 * T_MIB, 4095, 3, (ssize_t)(8 * T_MIB), 0, GUARD))
+	size_t slow = lone ? T_MIB + 5 : 8 * T_MIB;
+	if (t_read_and_verify_window(fh, &m, GUARD, slow, 4095, 3, (ssize_t)slow, 0, GUARD))
 		T_FAIL("bad read with slow streams");
 	run_threads(fh);
 	fakecuda_set_stream_delay_us(0);
@@ -156,7 +159,7 @@ int main(void)
 	close(fd);
 
 	if (t_odirect_supported(path)) {
-		fd = t_open(path, O_RDONLY | O_DIRECT);
+		fd = t_open(path, O_RDWR | O_DIRECT);
 		fh = t_register_fd(fd);
 		run_shapes(fh, &m, "O_DIRECT, unregistered");
 		check_copies(fh, &m);
