@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -414,6 +415,55 @@ static inline int t_check_fill(const void *buf, size_t len, uint8_t byte, const 
 #define T_POISON 0xA5
 #define T_POISON2 0x5A
 
+/* -------------------------------------------------------------- scratch */
+
+/* Scratch memory of the helpers below, each of which writes all of it that
+ * it reads.  The main thread keeps its last buffer (up to 64 MiB) for the
+ * next: a test's thousands of checks then do not map and unmap megabytes
+ * each time (under TSan each new mapping's shadow faults in again, page by
+ * page).  Other threads allocate and free each time: a buffer handed from
+ * one thread to another would order the two for TSan. */
+struct t_scratch {
+	void *p;
+	size_t cap;
+};
+#define T_SCRATCH_KEEP (64 * T_MIB)
+static struct t_scratch t_scratch_kept;
+static pthread_t t_main_thread;
+
+__attribute__((constructor)) static void t_main_thread_init(void)
+{
+	t_main_thread = pthread_self();
+}
+
+static inline struct t_scratch t_scratch_take(size_t len)
+{
+	struct t_scratch s = {NULL, len ? len : 1};
+	bool main_thread = pthread_equal(pthread_self(), t_main_thread);
+
+	if (main_thread && t_scratch_kept.p && t_scratch_kept.cap >= s.cap) {
+		s = t_scratch_kept;
+		t_scratch_kept.p = NULL;
+		return s;
+	}
+	if (main_thread && t_scratch_kept.p) {
+		free(t_scratch_kept.p);
+		t_scratch_kept.p = NULL;
+	}
+	s.p = malloc(s.cap);
+	T_ASSERT(s.p != NULL);
+	return s;
+}
+
+static inline void t_scratch_give(struct t_scratch s)
+{
+	if (pthread_equal(pthread_self(), t_main_thread) && !t_scratch_kept.p && s.cap <= T_SCRATCH_KEEP) {
+		t_scratch_kept = s;
+		return;
+	}
+	free(s.p);
+}
+
 /* ------------------------------------------------------------------ files */
 
 /* Directory for test files: $OPENCUFILE_TEST_DIR, else the working
@@ -464,9 +514,9 @@ static inline const char *t_new_file_path(void)
 static inline void t_pwrite_pattern(int fd, uint64_t off, uint64_t len, uint32_t seed)
 {
 	size_t chunk = 4 * T_MIB;
-	uint8_t *buf = malloc(chunk);
+	struct t_scratch sc = t_scratch_take(chunk);
+	uint8_t *buf = sc.p;
 
-	T_ASSERT(buf != NULL);
 	while (len) {
 		size_t n = len < chunk ? (size_t)len : chunk;
 		t_fill_pattern(buf, n, off, seed);
@@ -481,7 +531,7 @@ static inline void t_pwrite_pattern(int fd, uint64_t off, uint64_t len, uint32_t
 		off += n;
 		len -= n;
 	}
-	free(buf);
+	t_scratch_give(sc);
 }
 
 /* Creates a file of `len` bytes holding pattern `seed`; returns its path. */
@@ -905,15 +955,15 @@ static inline void t_dev_get(void *dst, CUdeviceptr src, size_t len)
 static inline void t_dev_fill(CUdeviceptr dst, uint8_t byte, size_t len)
 {
 	size_t chunk = len < 4 * T_MIB ? len : 4 * T_MIB;
-	uint8_t *buf = malloc(chunk ? chunk : 1);
+	struct t_scratch sc = t_scratch_take(chunk);
+	uint8_t *buf = sc.p;
 
-	T_ASSERT(buf != NULL);
 	memset(buf, byte, chunk);
 	for (size_t off = 0; off < len; off += chunk) {
 		size_t n = len - off < chunk ? len - off : chunk;
 		t_dev_put(dst + off, buf, n);
 	}
-	free(buf);
+	t_scratch_give(sc);
 }
 
 /* ------------------------------------------------- memory of several kinds */
@@ -1023,11 +1073,10 @@ static inline void t_mem_put_pattern(struct t_mem *m, size_t off, size_t len, ui
 		t_fill_pattern((uint8_t *)m->ptr + off, len, file_off, seed);
 		return;
 	}
-	uint8_t *tmp = malloc(len);
-	T_ASSERT(tmp != NULL);
-	t_fill_pattern(tmp, len, file_off, seed);
-	t_mem_put(m, off, tmp, len);
-	free(tmp);
+	struct t_scratch sc = t_scratch_take(len);
+	t_fill_pattern(sc.p, len, file_off, seed);
+	t_mem_put(m, off, sc.p, len);
+	t_scratch_give(sc);
 }
 
 /* ------------------------------------------------------ read/write checks */
@@ -1050,7 +1099,7 @@ static inline int t_read_and_verify_window(CUfileHandle_t fh, struct t_mem *m, s
 	size_t wlo = start > guard ? start - guard : 0;
 	size_t whi = (m->len - start - size) > guard ? start + size + guard : m->len;
 	size_t wlen = whi - wlo;
-	uint8_t *scratch = NULL;
+	struct t_scratch sc = {NULL, 0};
 	const uint8_t *v;
 	char b1[128], b2[128];
 	int rc = 0;
@@ -1069,10 +1118,9 @@ static inline int t_read_and_verify_window(CUfileHandle_t fh, struct t_mem *m, s
 	}
 	size_t done = (size_t)r;
 	if (t_mem_is_device(m)) {
-		scratch = malloc(wlen ? wlen : 1);
-		T_ASSERT(scratch != NULL);
-		t_mem_get(m, wlo, scratch, wlen);
-		v = scratch;
+		sc = t_scratch_take(wlen);
+		t_mem_get(m, wlo, sc.p, wlen);
+		v = sc.p;
 	} else {
 		v = (const uint8_t *)m->ptr + wlo;
 	}
@@ -1082,7 +1130,8 @@ static inline int t_read_and_verify_window(CUfileHandle_t fh, struct t_mem *m, s
 	    t_check_fill(v + (start - wlo) + done, whi - start - done, T_POISON,
 			 "bytes after the returned count"))
 		rc = -1;
-	free(scratch);
+	if (sc.p)
+		t_scratch_give(sc);
 	return rc;
 }
 
@@ -1189,8 +1238,8 @@ static inline int t_write_and_verify(CUfileHandle_t fh, struct t_mem *m, size_t 
 			(unsigned long long)flen, (unsigned long long)expect_len);
 		rc = -1;
 	}
-	uint8_t *back = malloc((size_t)(hi - lo) + 1);
-	T_ASSERT(back != NULL);
+	struct t_scratch sc = t_scratch_take((size_t)(hi - lo) + 1);
+	uint8_t *back = sc.p;
 	size_t got = t_pread_full(check_fd, back, (size_t)(hi - lo), lo);
 	if (got != hi - lo) {
 		fprintf(stderr, "    file too short: read %zu of %llu bytes back\n", got,
@@ -1204,7 +1253,7 @@ static inline int t_write_and_verify(CUfileHandle_t fh, struct t_mem *m, size_t 
 						seed_old, "file bytes after the written range"))) {
 		rc = -1;
 	}
-	free(back);
+	t_scratch_give(sc);
 	/* Restore. */
 	if (old_len > (uint64_t)foff) {
 		uint64_t n = end < old_len ? size : old_len - (uint64_t)foff;
