@@ -63,8 +63,8 @@ asan_skip="large|script"
 #   tsan_skip       gdsio's batch modes in host memory: the device entry runs the same threads
 tsan_skip="large|script|backends|faults_psync|faults_unsplit|tsan_skip"
 # Valgrind, also:
-#   heavy           hundreds of MiB through byte-wise checks, each over ten minutes here;
-#                   the same paths run with smaller volumes
+#   heavy           hundreds of MiB through byte-wise checks, 895 s of test time here at
+#                   d527274, more than the rest; the same paths run with smaller volumes
 #   wheel           a build of its own, run without valgrind: the plain stage's run again
 #   faults_uring    fault matrix, io_uring: memcheck cannot see the buffers a ring names; the
 #                   psync entries take the same faults through pread/pwrite, which it checks
