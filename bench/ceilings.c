@@ -57,6 +57,13 @@ static double now(void)
 }
 
 
+/* User + system CPU seconds of the process between two getrusage calls. */
+static double cpu_seconds(const struct rusage *r0, const struct rusage *r1)
+{
+	return (double)(r1->ru_utime.tv_sec - r0->ru_utime.tv_sec + r1->ru_stime.tv_sec - r0->ru_stime.tv_sec) +
+	       (double)(r1->ru_utime.tv_usec - r0->ru_utime.tv_usec + r1->ru_stime.tv_usec - r0->ru_stime.tv_usec) / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -569,8 +576,7 @@ static void test_pread(const char *file, size_t chunk)
 			getrusage(RUSAGE_SELF, &r0);
 			double g = parallel_io(fd, 0, cpu_threads[i], 16u << 20, bytes / (16u << 20) * (16u << 20), NULL);
 			getrusage(RUSAGE_SELF, &r1);
-			double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
-				     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+			double cpu = cpu_seconds(&r0, &r1);
 			double per_gb = g > 0 ? cpu / ((double)(bytes / (16u << 20) * (16u << 20)) / 1e9) : 0;
 			if (per_gb > 0 && (best_cpu == 0 || per_gb < best_cpu))
 				best_cpu = per_gb;
@@ -807,8 +813,7 @@ static void test_staged(const char *file)
 					return;
 				}
 				double g = (double)(j.nchunks * chunks[c]) / dt / 1e9;
-				double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
-					     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+				double cpu = cpu_seconds(&r0, &r1);
 				if (g > best) {
 					best = g;
 					best_cpu = cpu / ((double)(j.nchunks * chunks[c]) / 1e9);
