@@ -929,8 +929,8 @@ static int request_participants(const struct ocf_io *io)
 	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
 }
 
-/* OPENCUFILE_ALONE_CHUNK_KB (an experiment; 0, the default: off): a device
- * read below the split threshold whose caller is alone in the engine (one
+/* OPENCUFILE_ALONE_CHUNK_KB (default 256; 0 turns it off): a device read
+ * below the split threshold whose caller is alone in the engine (one
  * thread reading one tensor at a time) is cut into up to three even chunks
  * of at least this size, so that the file read of one chunk overlaps the
  * copy of the one before instead of the whole copy waiting for the whole
@@ -949,7 +949,7 @@ static size_t alone_chunk_bytes(void)
 	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
 	if (cur == (size_t)-1) {
 		const char *env = ocf_getenv("OPENCUFILE_ALONE_CHUNK_KB");
-		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : 0;
+		cur = (env && *env ? (size_t)strtoull(env, NULL, 10) : 256) * 1024;
 		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;

@@ -25,12 +25,12 @@
  *   test_io_striped_reads_keep_every_byte [striped|lone]
  *
  * "lone": reads of 4 KiB to 2 MiB by a caller alone in the engine on the
- * default paths (no striping below 2 MiB), the same checks; with
- * OPENCUFILE_ALONE_CHUNK_KB=256 (an experiment, off by default) such a read
- * is cut into up to three even chunks of at least 256 KiB, so that reading
- * and copying overlap (engine.c, pick_chunk): 1 MiB in three copies, 600
- * and 512 KiB in two, 300 and 256 KiB in one (never a short last chunk); a
- * 1 MiB write still one; without the variable every such read is one copy.
+ * default paths (no striping below 2 MiB), the same checks; by default
+ * (OPENCUFILE_ALONE_CHUNK_KB unset or 256) such a read is cut into up to
+ * three even chunks of at least 256 KiB, so that reading and copying
+ * overlap (engine.c, pick_chunk): 1 MiB in three copies, 600 and 512 KiB
+ * in two, 300 and 256 KiB in one (never a short last chunk); a 1 MiB write
+ * still one; with the variable 0 every such read is one copy.
  * Four threads at once: some alone, some not.
  */
 #include "test.h"
@@ -43,7 +43,7 @@
 
 static const char *path;
 static bool lone;    /* the "lone" mode */
-static bool chunked; /* OPENCUFILE_ALONE_CHUNK_KB set and not 0 */
+static bool chunked; /* OPENCUFILE_ALONE_CHUNK_KB unset or not 0 */
 
 struct shape {
 	size_t size;
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
 {
 	lone = argc > 1 && !strcmp(argv[1], "lone");
 	const char *env = getenv("OPENCUFILE_ALONE_CHUNK_KB");
-	chunked = env && *env && strcmp(env, "0");
+	chunked = !env || !*env || strcmp(env, "0");
 	t_cuda_require();
 	path = t_make_pattern_file(FLEN, 0);
 	T_CUFILE_OK(cuFileDriverOpen());
