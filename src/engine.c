@@ -1086,9 +1086,12 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		*pp = &job;
 		queue_changed();
 		queued = true;
+		pthread_mutex_unlock(&q_lock);
+		/* Signalled after the unlock: a worker woken while the caller
+		 * still held q_lock would sleep again on the lock and wait for
+		 * one more wake-up before it could join. */
 		for (int i = 0; i < wake; i++)
 			pthread_cond_signal(&q_cv);
-		pthread_mutex_unlock(&q_lock);
 	}
 
 	uint64_t t0 = prof_now();
