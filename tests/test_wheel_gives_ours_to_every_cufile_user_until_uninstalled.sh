@@ -22,7 +22,10 @@
 #    gds_stats and gdsio commands say and use ours;
 #  - OPENCUFILE_DISABLE=1 gives the other copy, and so does LD_PRELOAD of it
 #    (the loader then leaves the process alone);
-#  - the loader adds at most 2 ms to interpreter start (median of 20);
+#  - at interpreter start the loader imports nothing beyond its package and
+#    _ctypes (not the ctypes package, which costs more than the load
+#    itself); the start cost in milliseconds is measured by
+#    scripts/wheel-start-cost.py (docs/using.md), not asserted here;
 #  - pip uninstall removes every file it installed (the venv is as before,
 #    pip's own files aside) and the other copy is what everyone gets again.
 # Exit 0: every check passed; 1: one failed; 77: no venv with pip can be
@@ -179,10 +182,21 @@ w=$(LD_PRELOAD=$other "$vpy" "$probe" which)
 check "LD_PRELOAD of the other copy: the loader leaves the process alone, one copy mapped" \
 	has "$w" version=1150 "file=$other" preload=skipped "mapped=$other"
 
-# ---- start time
-out=$("$python" "$src/scripts/wheel-start-cost.py" "$vpy" 2.0)
-rc=$?
-if [ $rc = 0 ]; then ok "interpreter start: $out, at most 2 ms"; else not_ok "interpreter start: $out, over 2 ms"; fi
+# ---- what start costs: the modules the loader adds (a count of work, not a timing)
+mods='import sys; print(" ".join(sorted(sys.modules)))'
+with=$("$vpy" -c "$mods") && without=$(OPENCUFILE_DISABLE=1 "$vpy" -c "$mods")
+added=$(comm -23 <(tr ' ' '\n' <<<"$with" | sort) <(tr ' ' '\n' <<<"$without" | sort) | tr '\n' ' ')
+start_modules() {
+	[[ " $added " == *" opencufile._preload "* ]] || { echo "the loader did not run: added [$added]"; return 1; }
+	for m in $added; do
+		case $m in opencufile | opencufile._preload | _ctypes) ;; *)
+			echo "interpreter start imports $m with the loader (added: $added)"
+			return 1
+			;;
+		esac
+	done
+}
+check "interpreter start: the loader imports only opencufile, opencufile._preload and _ctypes" start_modules
 
 # ---- uninstall: no trace, the other copy again
 check "pip uninstall -y opencufile" "$vpy" -m pip uninstall -y opencufile
