@@ -6,7 +6,7 @@
  * A request is cut into chunks.  Chunk 0 ends where the file becomes
  * aligned, so every later chunk starts on an O_DIRECT boundary; chunks are
  * at most the lane's staging size and, for medium requests, smaller, so that
- * every worker gets a share.  The calling thread and up to N helper threads
+ * every worker gets a share (the sizes: chunking.c).  The calling thread and up to N helper threads
  * (the worker pool) claim chunks with one atomic counter; no chunk list is
  * built.  Each participant holds a lane (gpu.h): OCF_LANE_DEPTH pinned
  * buffers, a stream and an event per buffer.  For a device read it runs
@@ -43,6 +43,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "chunking.h"
 #include "config.h"
 #include "copygroup.h"
 #include "cpu_budget.h"
@@ -301,10 +302,6 @@ static void engine_shutdown(void)
 	shutting_down = false;
 	pthread_mutex_unlock(&q_lock);
 }
-
-/* ------------------------------------------------------------- chunking */
-
-/* ---------------------------------------------------------- participants */
 
 static long cuda_fail(const char *what, CUresult r)
 {
@@ -913,79 +910,6 @@ static bool run_job(struct ocf_job *job, struct ocf_lane *lane, bool helper)
 
 /* --------------------------------------------------------------- entry */
 
-/* Participants a request may have (the caller included): a stream
- * operation's chunks all at once (each has a slot of its ring waiting, and
- * the stream copies each chunk as soon as it is in its slot); otherwise
- * execution.max_request_parallelism (NVIDIA's default: 4 parallel parts),
- * or one per 2 MiB for larger requests, so that one large call can use
- * every CPU the machine has free (a 4 GiB read at 47 GB/s on the H100
- * machine) and a 16 MiB one gets eight (19.7 GB/s for one caller of 16 MiB
- * requests against 14-15 with four, H200 machine, 2026-11-26). */
-static int request_participants(const struct ocf_io *io)
-{
-	if (io->plan)
-		return (int)OCF_MIN(io->plan->nchunks, (size_t)INT_MAX);
-	size_t by_size = io->len / ((size_t)2 << 20);
-	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
-}
-
-/* OPENCUFILE_ALONE_CHUNK_KB (default 256; 0 turns it off): a device read
- * below the split threshold whose caller is alone in the engine (one
- * thread reading one tensor at a time) is cut into up to three even chunks
- * of at least this size, so that the file read of one chunk overlaps the
- * copy of the one before instead of the whole copy waiting for the whole
- * read.  With 256: one caller's 1 MiB reads 5.7-6.4 GB/s against 5.3-5.6,
- * at random offsets 6.3 against 5.1-5.7, at less CPU per GB, and 4 x 256
- * KiB and 16 x 1 MiB unchanged (H200 machine, docs/benchmarks.md).  Only
- * when alone: where other callers are busy their copies keep the copy
- * engine busy, and more copies and waits per request cost 4 x 256 KiB and
- * 16 x 1 MiB 10-25 % (measured when the rule applied to every caller).
- * Even chunks: a short last chunk (below fileio.c's probing size) would be
- * read with a plain buffered pread, caching pages a direct read leaves
- * alone.  Writes keep whole chunks (not measured). */
-static size_t alone_chunk_bytes(void)
-{
-	static size_t v = (size_t)-1;
-	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur == (size_t)-1) {
-		const char *env = ocf_getenv("OPENCUFILE_ALONE_CHUNK_KB");
-		cur = (env && *env ? (size_t)strtoull(env, NULL, 10) : 256) * 1024;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
-}
-
-/* `lone`: a device read whose caller is alone in the engine (above). */
-static size_t pick_chunk(const struct ocf_io *io, size_t max_chunk, int helpers, bool lone)
-{
-	size_t A = OCF_MAX(fio_align(io->h), (size_t)4096);
-	size_t alone = lone && !helpers ? alone_chunk_bytes() : 0;
-	if (alone) {
-		/* Up to three even chunks of at least `alone` bytes (more
-		 * where the staging buffer is smaller than a third); every
-		 * chunk but the first (shortened by the file's misalignment)
-		 * then holds all but a few A of the same share. */
-		size_t total = io->len + (size_t)io->off % fio_align(io->h);
-		size_t cap = OCF_ALIGN_DOWN(max_chunk, A);
-		size_t n = OCF_MIN((size_t)OCF_LANE_DEPTH, total / alone);
-		n = OCF_MAX(n, (total + cap - 1) / cap);
-		if (n > 1)
-			return OCF_MIN(OCF_ALIGN_UP((total + n - 1) / n, A), cap);
-	}
-	size_t min_chunk = OCF_MAX(helpers ? min_chunk_bytes : max_chunk, A);
-	if (min_chunk > max_chunk)
-		min_chunk = max_chunk;
-	/* Three chunks for every participant, as far as the minimum allows:
-	 * each keeps its three staging buffers busy (the file read of one
-	 * chunk overlaps the copies of the others), and the request's end
-	 * waits for one small last copy, not a large one. */
-	size_t share = io->len / ((size_t)(helpers + 1) * OCF_LANE_DEPTH);
-	size_t c = OCF_ALIGN_UP(OCF_MAX(share, 1), A);
-	c = OCF_MAX(c, min_chunk);
-	c = OCF_MIN(c, max_chunk);
-	return OCF_ALIGN_DOWN(c, A);
-}
-
 static ssize_t submit_counted(const struct ocf_io *io, bool write, int others);
 
 static ssize_t submit(const struct ocf_io *io, bool write)
@@ -1038,7 +962,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 	}
 	if (!striped && may_split && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024) {
 		helpers = pool_start();
-		helpers = OCF_MIN(helpers, request_participants(io) - 1);
+		helpers = OCF_MIN(helpers, chunk_participants(io, request_max) - 1);
 		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));
 	}
 	/* A striped job reads into the caller's lane: take it before any
@@ -1059,9 +983,13 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		job.skew0 = job.plan->skew0;
 		job.nchunks = job.plan->nchunks;
 	} else if (!striped) {
-		bool lone = others == 0 && !write && io->t.device && job.pool;
-		job.chunk = pick_chunk(io, max_chunk, helpers, lone);
 		job.skew0 = (size_t)io->off % fio_align(io->h);
+		struct chunk_shape shape = {.max_chunk = max_chunk,
+					    .min_chunk = min_chunk_bytes,
+					    .skew0 = job.skew0,
+					    .helpers = helpers,
+					    .lone = others == 0 && !write && io->t.device && job.pool};
+		job.chunk = chunk_size(io, &shape);
 		job.nchunks = (io->len + job.skew0 + job.chunk - 1) / job.chunk;
 	}
 	job.nonblocking = nonblocking_copies;

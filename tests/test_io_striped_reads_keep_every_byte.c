@@ -28,7 +28,7 @@
  * default paths (no striping below 2 MiB), the same checks; by default
  * (OPENCUFILE_ALONE_CHUNK_KB unset or 256) such a read is cut into up to
  * three even chunks of at least 256 KiB, so that reading and copying
- * overlap (engine.c, pick_chunk): 1 MiB in three copies, 600 and 512 KiB
+ * overlap (chunking.c): 1 MiB in three copies, 600 and 512 KiB
  * in two, 300 and 256 KiB in one (never a short last chunk); a 1 MiB write
  * still one; with the variable 0 every such read is one copy.
  * Four threads at once: some alone, some not.
