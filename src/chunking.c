@@ -47,7 +47,6 @@
 #include "fileio.h"
 #include "gpu.h"
 #include "internal.h"
-#include "job.h"
 
 int chunk_participants(const struct ocf_io *io, int request_max)
 {
