@@ -14,9 +14,10 @@
  * engine (below).
  *
  * A lone caller's reads in three (OPENCUFILE_ALONE_CHUNK_KB, default 256;
- * 0 turns it off): a device read below the split threshold whose caller is
- * alone in the engine (one thread reading one tensor at a time) is cut
- * into up to three even chunks of at least this size, so that the file
+ * 0 turns it off): a device read that gets no helpers (below the split
+ * threshold, or none free) whose caller is alone in the engine (one thread
+ * reading one tensor at a time) and that fits in three staging buffers is
+ * cut into up to three even chunks of at least this size, so that the file
  * read of one chunk overlaps the copy of the one before instead of the
  * whole copy waiting for the whole read.  One caller's 1 MiB reads went
  * 5.7-6.4 GB/s against 5.3-5.6 with whole chunks, at random offsets 6.3
@@ -72,15 +73,18 @@ size_t chunk_size(const struct ocf_io *io, const struct chunk_shape *s)
 {
 	size_t A = OCF_MAX(fio_align(io->h), (size_t)4096);
 	size_t alone = s->lone && !s->helpers ? alone_chunk_bytes() : 0;
-	if (alone) {
-		/* Up to three even chunks of at least `alone` bytes (more
-		 * where the staging buffer is smaller than a third); every
-		 * chunk but the first (shortened by the file's misalignment)
-		 * then holds all but a few A of the same share. */
-		size_t total = io->len + s->skew0;
-		size_t cap = OCF_ALIGN_DOWN(s->max_chunk, A);
-		size_t n = OCF_MIN((size_t)OCF_LANE_DEPTH, total / alone);
-		n = OCF_MAX(n, (total + cap - 1) / cap);
+	size_t total = io->len + s->skew0;
+	size_t cap = OCF_ALIGN_DOWN(s->max_chunk, A);
+	size_t whole = (total + cap - 1) / cap; /* chunks of a whole staging buffer */
+	if (alone && whole <= OCF_LANE_DEPTH) {
+		/* Up to three even chunks of at least `alone` bytes (as many
+		 * as the staging buffer needs where it is smaller than a
+		 * third); every chunk but the first (shortened by the file's
+		 * misalignment) then holds all but a few A of the same share,
+		 * the last at least a share less 2 A.  Not for more than three
+		 * buffers' worth: the rounding up to A of each of n chunks
+		 * would add up and could leave a short last chunk again. */
+		size_t n = OCF_MAX(OCF_MIN((size_t)OCF_LANE_DEPTH, total / alone), whole);
 		if (n > 1)
 			return OCF_MIN(OCF_ALIGN_UP((total + n - 1) / n, A), cap);
 	}

@@ -5,11 +5,15 @@
  *  - every chunk size is a multiple of the alignment (at least 4 KiB) and at
  *    most one staging buffer;
  *  - a lone caller's device read without helpers (the default
- *    OPENCUFILE_ALONE_CHUNK_KB of 256) is cut into at most three chunks, or
- *    into as many as the staging buffer needs, and no chunk after the
- *    first is shorter than 64 KiB (fileio.c's probing size: a shorter one
- *    would be read with a plain buffered pread) unless the whole request
- *    is; 1 MiB is three chunks, 600 and 512 KiB two, 300 and 256 KiB one;
+ *    OPENCUFILE_ALONE_CHUNK_KB of 256) that fits in three staging buffers
+ *    is cut into at most three even chunks (the last one at most 2 A short
+ *    of the others' share), each at least 256 KiB where the staging buffer
+ *    allows, so that no chunk after the first is shorter than 64 KiB
+ *    (fileio.c's probing size: a shorter one would be read with a plain
+ *    buffered pread) unless the share is; 1 MiB is three
+ *    chunks, 600 and 512 KiB two, 300 and 256 KiB one; a larger one is cut
+ *    in whole staging buffers, as before the rule (requests of up to 2 GiB
+ *    and 64 KiB staging buffers included);
  *  - with the variable 0 (the second ctest entry), and for a caller that
  *    is not alone, a request without helpers is cut in whole staging
  *    buffers;
@@ -17,9 +21,10 @@
  *    size, where that is smaller) and give each participant about three;
  *  - participants: at least the per-request bound, one per 2 MiB above it,
  *    a stream operation's chunk count.
- * Sizes: 1 byte to 9 MiB (every 4 KiB up to 2 MiB plus the sizes around
- * each 4 KiB boundary, then coarser), file misalignments 0 to A - 1,
- * staging buffers of 2 MiB, 1 MiB and 384 KiB, alignments 512 and 4096.
+ * Sizes: 1 byte to 9 MiB (every 4 KiB boundary up to 2 MiB and the sizes
+ * either side of it, then every 60 KiB + 1) and a few up to 2 GiB, file
+ * misalignments 0, 1, 511 and 4095 (modulo the alignment), staging buffers
+ * of 2 MiB, 1 MiB, 384 KiB and 64 KiB, alignments 512 and 4096.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -67,17 +72,26 @@ static void check_one(struct ocf_io *io, size_t max_chunk, size_t skew0, int hel
 	size_t cap = max_chunk / A * A;
 #define WHAT "len %zu skew %zu max %zu align %zu helpers %d lone %d: chunk %zu", io->len, skew0, max_chunk, file_align, helpers, lone, c
 	CHECK(c > 0 && c % A == 0, WHAT);
+	if (c == 0)
+		return;
 	CHECK(c <= cap, WHAT);
 	size_t n = (total + c - 1) / c;
 	size_t last = total - (n - 1) * c;
-	if (helpers == 0 && lone && alone) {
-		size_t need = (total + cap - 1) / cap;
-		size_t most = need > 3 ? need : 3;
-		CHECK(n <= most, WHAT);
-		if (n > 1)
+	size_t need = (total + cap - 1) / cap; /* whole staging buffers */
+	if (helpers == 0 && lone && alone && need <= 3) {
+		CHECK(n <= 3, WHAT);
+		/* Even: the last chunk holds the share less at most 2 A, so
+		 * it is 64 KiB or more wherever the share allows. */
+		CHECK(last + 2 * A >= total / n, WHAT);
+		if (n > 1 && total / n >= 64 * KIB + 2 * A)
 			CHECK(last >= 64 * KIB, WHAT);
-		if (total >= 2 * alone && total <= 3 * cap)
+		if (total >= 2 * alone)
 			CHECK(n >= 2, WHAT);
+		/* At least `alone` bytes a chunk, unless the staging buffer
+		 * needs more chunks than `alone` allows. */
+		size_t by_alone = total / alone < 3 ? total / alone : 3;
+		if (n > 1 && need <= by_alone)
+			CHECK(c >= alone, WHAT);
 	} else if (helpers == 0) {
 		CHECK(c == cap, WHAT);
 	} else {
@@ -92,7 +106,7 @@ static void check_one(struct ocf_io *io, size_t max_chunk, size_t skew0, int hel
 
 static void grid(void)
 {
-	static const size_t maxes[] = {2 * MIB, MIB, 384 * KIB};
+	static const size_t maxes[] = {2 * MIB, MIB, 384 * KIB, 64 * KIB};
 	static const size_t aligns[] = {512, 4096};
 	static const int helpers[] = {0, 1, 3, 7};
 	struct ocf_handle h;
@@ -118,6 +132,22 @@ static void grid(void)
 				len += 60 * KIB + 1;
 		}
 	}
+}
+
+/* Lone requests far larger than three staging buffers: whole buffers. */
+static void large(void)
+{
+	struct ocf_handle h;
+	memset(&h, 0, sizeof(h));
+	static const size_t sizes[] = {6 * MIB + 4096, 300 * MIB + 4096, 2048 * MIB + 4096, 2048 * MIB - 1};
+	static const size_t maxes[] = {2 * MIB, MIB, 64 * KIB};
+	file_align = 4096;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+			struct ocf_io io = {.h = &h, .off = 0, .len = sizes[i]};
+			check_one(&io, maxes[m], 0, 0, true);
+			check_one(&io, maxes[m], 0, 7, true);
+		}
 }
 
 /* The copies the striped test counts for lone reads at offset 0. */
@@ -163,6 +193,7 @@ int main(void)
 	const char *env = getenv("OPENCUFILE_ALONE_CHUNK_KB");
 	alone = (env && *env ? strtoull(env, NULL, 10) : 256) * KIB;
 	grid();
+	large();
 	known_sizes();
 	participants();
 	printf("%lu checks, %lu failures (lone chunks of at least %zu KiB)\n", checks, failures, alone / KIB);
