@@ -43,7 +43,8 @@
 # A run that lasts longer than HUNT_LIMIT seconds (60) is a hang: cuda-gdb is
 # attached (thread apply all bt), the stacks are appended to
 # $OUT/hang-stacks.txt, and the process is killed.  Every run's result goes
-# to $OUT/hunt.log, which ends with the table (runs, passed, failed, hangs
+# to $OUT/hunt.log (a failed run's last output lines, and the lines the
+# library appended to ./cufile.log during it), which ends with the table (runs, passed, failed, hangs
 # per step); the table is also printed last.  HUNT_BUDGET (seconds,
 # default 420) bounds the whole hunt: a step that would start after it is
 # reported as not run.  GPU_SCRATCH: a directory on the real disk for the
@@ -80,8 +81,9 @@ left() { echo $((BUDGET - (SECONDS - T0))); }
 # watch NAME CMD...: one run under the watchdog; 0 passed, 124 hang, else
 # the command's status.  Output goes to the log (the last lines on failure).
 watch() {
-	local name=$1 t0=$SECONDS pid rc
+	local name=$1 t0=$SECONDS pid rc clog=$PWD/cufile.log before=0
 	shift
+	[ -f "$clog" ] && before=$(stat -c %s "$clog")
 	"$@" >"$SCR/run.out" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
@@ -113,6 +115,12 @@ watch() {
 		{
 			echo "$name: FAILED rc=$rc ($((SECONDS - t0)) s)"
 			tail -15 "$SCR/run.out" | sed 's/^/    /'
+			# What the library logged during this run (the CUDA error a
+			# failed call got, a lane discarded...), where it logged.
+			if [ -f "$clog" ] && (($(stat -c %s "$clog") > before)); then
+				echo "    --- cufile.log during the run (last 25 lines of $(($(stat -c %s "$clog") - before)) bytes)"
+				tail -c +$((before + 1)) "$clog" | tail -25 | sed 's/^/    /'
+			fi
 		} >>"$LOG"
 	fi
 	return "$rc"
