@@ -43,7 +43,6 @@
 #include "chunking.h"
 
 #include <limits.h>
-#include <stdlib.h>
 
 #include "fileio.h"
 #include "gpu.h"
@@ -59,14 +58,8 @@ int chunk_participants(const struct ocf_io *io, int request_max)
 
 static size_t alone_chunk_bytes(void)
 {
-	static size_t v = (size_t)-1;
-	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur == (size_t)-1) {
-		const char *env = ocf_getenv("OPENCUFILE_ALONE_CHUNK_KB");
-		cur = (env && *env ? (size_t)strtoull(env, NULL, 10) : 256) * 1024;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
+	static size_t cache = (size_t)-1;
+	return ocf_env_kb_once("OPENCUFILE_ALONE_CHUNK_KB", 256, &cache);
 }
 
 size_t chunk_size(const struct ocf_io *io, const struct chunk_shape *s)

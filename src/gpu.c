@@ -717,14 +717,8 @@ bool lane_events_sleep(void) { return ev_mode() != EV_SPIN; }
 
 static size_t spin_bytes(void)
 {
-	static size_t v = (size_t)-1;
-	size_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur == (size_t)-1) {
-		const char *env = ocf_getenv("OPENCUFILE_SPIN_KB");
-		cur = env && *env ? (size_t)strtoull(env, NULL, 10) * 1024 : (size_t)1024 * 1024;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
+	static size_t cache = (size_t)-1;
+	return ocf_env_kb_once("OPENCUFILE_SPIN_KB", 1024, &cache);
 }
 
 /* Polling budget for a copy of `bytes`: its transfer at 10 GB/s (a

@@ -43,6 +43,17 @@ static char log_path[PATH_MAX];
 
 const char *ocf_getenv(const char *name) { return secure_getenv(name); }
 
+size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)
+{
+	size_t cur = __atomic_load_n(cache, __ATOMIC_RELAXED);
+	if (cur == (size_t)-1) {
+		const char *env = ocf_getenv(name);
+		cur = (env && *env ? (size_t)strtoull(env, NULL, 10) : def_kb) * 1024;
+		__atomic_store_n(cache, cur, __ATOMIC_RELAXED); /* idempotent */
+	}
+	return cur;
+}
+
 int log_level_from_name(const char *name)
 {
 	if (!name)

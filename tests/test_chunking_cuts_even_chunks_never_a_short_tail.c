@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * chunking.c's arithmetic over a grid of requests (compiled in, with the
- * file's alignment and the environment stubbed):
+ * chunking.c's arithmetic over a grid of requests (compiled in, linked with
+ * log.c for the environment, the file's alignment stubbed):
  *  - every chunk size is a multiple of the alignment (at least 4 KiB) and at
  *    most one staging buffer;
  *  - a lone caller's device read without helpers (the default
@@ -41,8 +41,6 @@ size_t fio_align(const struct ocf_handle *h)
 	(void)h;
 	return file_align;
 }
-
-const char *ocf_getenv(const char *name) { return getenv(name); }
 
 static unsigned long failures, checks;
 
