@@ -36,7 +36,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
