@@ -44,11 +44,11 @@
 # attached (thread apply all bt), the stacks are appended to
 # $OUT/hang-stacks.txt, and the process is killed.  Every run's result goes
 # to $OUT/hunt.log (a failed run's last output lines, and the lines the
-# library appended to ./cufile.log during it), which ends with the table (runs, passed, failed, hangs
-# per step); the table is also printed last.  HUNT_BUDGET (seconds,
-# default 420) bounds the whole hunt: a step that would start after it is
-# reported as not run.  GPU_SCRATCH: a directory on the real disk for the
-# data file (default ./gpu-scratch/hunt).
+# library appended to ./cufile.log during it), which ends with the table
+# (runs, passed, failed, hangs per step); the table is also printed last.
+# HUNT_BUDGET (seconds, default 420) bounds the whole hunt: a step that
+# would start after it is reported as not run.  GPU_SCRATCH: a directory on
+# the real disk for the data file (default ./gpu-scratch/hunt).
 set -u
 
 BUILD=${1:?usage: gpu-hang-hunt.sh BUILD_DIR}
@@ -117,8 +117,10 @@ watch() {
 			tail -15 "$SCR/run.out" | sed 's/^/    /'
 			# What the library logged during this run (the CUDA error a
 			# failed call got, a lane discarded...), where it logged.
-			if [ -f "$clog" ] && (($(stat -c %s "$clog") > before)); then
-				echo "    --- cufile.log during the run (last 25 lines of $(($(stat -c %s "$clog") - before)) bytes)"
+			local grown=0
+			[ -f "$clog" ] && grown=$(($(stat -c %s "$clog") - before))
+			if ((grown > 0)); then
+				echo "    --- cufile.log during the run (last 25 lines of $grown bytes)"
 				tail -c +$((before + 1)) "$clog" | tail -25 | sed 's/^/    /'
 			fi
 		} >>"$LOG"

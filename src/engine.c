@@ -6,9 +6,9 @@
  * A request is cut into chunks.  Chunk 0 ends where the file becomes
  * aligned, so every later chunk starts on an O_DIRECT boundary; chunks are
  * at most the lane's staging size and, for medium requests, smaller, so that
- * every worker gets a share (the sizes: chunking.c).  The calling thread and up to N helper threads
- * (the worker pool) claim chunks with one atomic counter; no chunk list is
- * built.  Each participant holds a lane (gpu.h): OCF_LANE_DEPTH pinned
+ * every worker gets a share (the sizes: chunking.c).  The calling thread
+ * and up to N helper threads (the worker pool) claim chunks with one atomic
+ * counter; no chunk list is built.  Each participant holds a lane (gpu.h): OCF_LANE_DEPTH pinned
  * buffers, a stream and an event per buffer.  For a device read it runs
  *     pread(chunk k -> buffer j); cuMemcpyHtoDAsync(buffer j); record ev[j]
  * and before refilling buffer j waits for ev[j], so the file read of chunk
