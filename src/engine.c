@@ -984,8 +984,10 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		job.nchunks = job.plan->nchunks;
 	} else if (!striped) {
 		job.skew0 = (size_t)io->off % fio_align(io->h);
+		/* min_chunk_bytes only with helpers: pool_start (which sets
+		 * it, under q_lock) has then run on this thread. */
 		struct chunk_shape shape = {.max_chunk = max_chunk,
-					    .min_chunk = min_chunk_bytes,
+					    .min_chunk = helpers ? min_chunk_bytes : 0,
 					    .skew0 = job.skew0,
 					    .helpers = helpers,
 					    .lone = others == 0 && !write && io->t.device && job.pool};
