@@ -302,8 +302,14 @@ static void close_run(struct bio_worker *w)
 	}
 	ssize_t got = read_into_stage(w, h, w->run_pos + w->run_skew, w->run_off, w->run_len);
 	for (struct bio_item *it = first; it != last->next; it = it->next) {
-		if (got < 0 && first != last) {
-			/* Which entries fail, and how: each alone. */
+		size_t rel = (size_t)(it->io.off - w->run_off);
+		bool covered = got >= 0 && (size_t)got >= rel + it->io.len;
+		if (!covered && first != last) {
+			/* The merged read failed or came back short before this
+			 * entry's end: a read that broke off midway, or end of
+			 * file.  Which it is, and each entry's own result (short
+			 * at end of file, its error otherwise), the entry alone
+			 * says. */
 			it->result = read_into_stage(w, h, it->stage, it->io.off, it->io.len);
 			continue;
 		}
@@ -311,7 +317,6 @@ static void close_run(struct bio_worker *w)
 			it->result = got;
 			continue;
 		}
-		size_t rel = (size_t)(it->io.off - w->run_off);
 		size_t n = (size_t)got > rel ? (size_t)got - rel : 0;
 		it->result = (ssize_t)OCF_MIN(n, it->io.len);
 	}

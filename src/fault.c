@@ -9,7 +9,8 @@
  * mutex: every counted call is a system call anyway, and tests need exact
  * "the Nth call" semantics across threads more than speed.  A rule acts on
  * calls first..last of its kind; the action is "fail with errno E without
- * doing anything" or "transfer k bytes fewer (at least one)".
+ * doing anything" or "transfer k bytes fewer (at least one)", optionally
+ * followed by "the next call fails" (a transfer that breaks off midway).
  */
 #define _GNU_SOURCE
 #include "fault.h"
@@ -26,6 +27,9 @@ struct rule {
 	unsigned long first, last; /* affected calls (1-based); first 0: no rule */
 	int err;             /* fail with this errno, or 0: short */
 	size_t short_by;
+	int then_err;            /* a short rule: calls after the short one fail with this */
+	unsigned long then_times; /* how many (0: every later call) */
+	unsigned long fail_from, fail_to; /* those calls (1-based); fail_from 0: none pending */
 };
 
 /* rules_lock protects rules[]. */
@@ -43,12 +47,22 @@ static bool hit(enum ocf_fault_call call, int *err, size_t *short_by)
 		r->hits++;
 		*err = r->err;
 		*short_by = r->short_by;
+		if (!r->err && r->then_err) {
+			r->fail_from = n + 1;
+			r->fail_to = r->then_times ? n + r->then_times : (unsigned long)-1;
+		}
+	} else if (r->fail_from && n >= r->fail_from && n <= r->fail_to) {
+		on = true;
+		r->hits++;
+		*err = r->then_err;
+		*short_by = 0;
 	}
 	pthread_mutex_unlock(&rules_lock);
 	return on;
 }
 
-static void set_rule(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err, size_t short_by)
+static void set_rule(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err, size_t short_by,
+		     int then_err, unsigned long then_times)
 {
 	if ((unsigned)call >= OCF_FAULT_NCALLS)
 		return;
@@ -58,25 +72,34 @@ static void set_rule(enum ocf_fault_call call, unsigned long nth, unsigned long 
 	r->last = !nth ? 0 : times ? r->first + times - 1 : (unsigned long)-1;
 	r->err = err;
 	r->short_by = short_by;
+	r->then_err = then_err;
+	r->then_times = then_times;
+	r->fail_from = r->fail_to = 0;
 	pthread_mutex_unlock(&rules_lock);
 }
 
 OCF_EXPORT void ocf_fault_fail_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, int err)
 {
-	set_rule(call, nth, times, err > 0 ? err : EIO, 0);
+	set_rule(call, nth, times, err > 0 ? err : EIO, 0, 0, 0);
 }
 
 OCF_EXPORT void ocf_fault_short_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times,
 				    size_t short_by)
 {
-	set_rule(call, nth, times, 0, short_by);
+	set_rule(call, nth, times, 0, short_by, 0, 0);
+}
+
+OCF_EXPORT void ocf_fault_short_then_fail_nth(enum ocf_fault_call call, unsigned long nth, size_t short_by, int err,
+					      unsigned long times)
+{
+	set_rule(call, nth, 1, 0, short_by, err > 0 ? err : EIO, times);
 }
 
 OCF_EXPORT void ocf_fault_reset(void)
 {
 	pthread_mutex_lock(&rules_lock);
 	for (int i = 0; i < OCF_FAULT_NCALLS; i++)
-		rules[i].first = rules[i].last = 0;
+		rules[i].first = rules[i].last = rules[i].fail_from = 0;
 	pthread_mutex_unlock(&rules_lock);
 }
 

@@ -97,6 +97,12 @@ void ocf_fault_fail_nth(enum ocf_fault_call call, unsigned long nth, unsigned lo
  * 4 KiB blocks, as the kernel's partial completions are (a one-block
  * transfer is not shortened).  Calls that can only fail ignore this rule. */
 void ocf_fault_short_nth(enum ocf_fault_call call, unsigned long nth, unsigned long times, size_t short_by);
+/* The nth call transfers `short_by` bytes fewer than asked (as above) and
+ * the `times` calls of that kind after it (0: every later call) fail with
+ * `err`: a transfer that breaks off midway, as a disk error inside a large
+ * read does (a loop that goes on after the short count gets the error). */
+void ocf_fault_short_then_fail_nth(enum ocf_fault_call call, unsigned long nth, size_t short_by, int err,
+				   unsigned long times);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */
