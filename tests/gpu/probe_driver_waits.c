@@ -35,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +54,7 @@ static CUstream spare_stream;
 static CUevent E, E_done, spare_event, E_after_wait;
 static CUdeviceptr D, D_spare;
 static void *H, *H_spare, *H_reg, *H_malloc;
+static void *F_map, *F_reg; /* 16 MiB read-only mappings of a warm file */
 static volatile uint32_t *flag;
 static CUdeviceptr flag_dev;
 static CUmodule mod;
@@ -123,6 +126,13 @@ static CUresult do_blocker(const char *name)
 		return cuMemHostRegister(H_malloc, 16 * MIB, CU_MEMHOSTREGISTER_PORTABLE);
 	if (!strcmp(name, "cuMemHostUnregister"))
 		return cuMemHostUnregister(H_reg);
+	/* A window of a file's page cache: its read-only mapping pinned
+	 * (the zero-copy idea of docs/benchmarks.md), and one pinned before
+	 * the stream was blocked, unpinned. */
+	if (!strcmp(name, "cuMemHostRegister-file-ro"))
+		return cuMemHostRegister(F_map, 16 * MIB, CU_MEMHOSTREGISTER_READ_ONLY);
+	if (!strcmp(name, "cuMemHostUnregister-file-ro"))
+		return cuMemHostUnregister(F_reg);
 	if (!strcmp(name, "cuCtxSynchronize"))
 		return cuCtxSynchronize();
 	if (!strcmp(name, "cuStreamSynchronize"))
@@ -180,7 +190,7 @@ static CUresult do_blocker(const char *name)
 static const char *const all_cases[] = {
 	"none", "cuStreamCreate", "cuStreamCreate-nonblocking", "cuStreamDestroy", "cuEventCreate",
 	"cuEventDestroy", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister",
-	"cuMemHostUnregister", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuModuleLoadData",
+	"cuMemHostUnregister", "cuMemHostRegister-file-ro", "cuMemHostUnregister-file-ro", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuModuleLoadData",
 	"cuMemcpyHtoD", "cuLaunchHostFunc", "cuStreamWaitValue32", "cuLaunchKernel", "cuMemsetD8Async",
 	"cuStreamQuery", "cuPointerGetAttribute", "copies-on-64-streams",
 };
@@ -308,6 +318,31 @@ static int run_case(const char *name, bool blocking_s)
 	memset(H_reg, 1, 16 * MIB);
 	memset(H_malloc, 1, 16 * MIB);
 	CK(cuMemHostRegister(H_reg, 16 * MIB, CU_MEMHOSTREGISTER_PORTABLE));
+	{
+		/* A 32 MiB file in the working directory, written (so cached)
+		 * and mapped read-only in two halves; the second pinned now. */
+		char path[64];
+		snprintf(path, sizeof(path), "probe-waits-%d.dat", (int)getpid());
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || ftruncate(fd, 32 * MIB) != 0) {
+			perror("probe file");
+			exit(2);
+		}
+		for (size_t o = 0; o < 32 * MIB; o += 16 * MIB)
+			if (pwrite(fd, H_malloc, 16 * MIB, (off_t)o) != 16 * MIB) {
+				perror("probe file write");
+				exit(2);
+			}
+		F_map = mmap(NULL, 16 * MIB, PROT_READ, MAP_SHARED, fd, 0);
+		F_reg = mmap(NULL, 16 * MIB, PROT_READ, MAP_SHARED, fd, 16 * MIB);
+		close(fd);
+		unlink(path);
+		if (F_map == MAP_FAILED || F_reg == MAP_FAILED) {
+			perror("probe file mmap");
+			exit(2);
+		}
+		CK(cuMemHostRegister(F_reg, 16 * MIB, CU_MEMHOSTREGISTER_READ_ONLY));
+	}
 	void *fl;
 	CK(cuMemHostAlloc(&fl, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
 	flag = fl;
