@@ -243,10 +243,8 @@ static int pool_start(void)
 				break;
 			nworkers++;
 		}
-		min_chunk_bytes = ocf_cfg.min_chunk_kb * 1024;
-		const char *env = ocf_getenv("OPENCUFILE_MIN_CHUNK_KB");
-		if (env && *env)
-			min_chunk_bytes = (size_t)strtoull(env, NULL, 10) * 1024;
+		min_chunk_bytes = ocf_env_kb("OPENCUFILE_MIN_CHUNK_KB", ocf_cfg.min_chunk_kb);
+		const char *env;
 		/* Participants at once: one per CPU of the budget up to the
 		 * pool's size; of one request: execution.max_request_parallelism
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.

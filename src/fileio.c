@@ -651,9 +651,7 @@ static void flush_read_cfg(void)
 	const char *v = ocf_getenv("OPENCUFILE_FLUSH_BUSY");
 	if (v && *v)
 		flush_cfg.busy = atoi(v);
-	v = ocf_getenv("OPENCUFILE_FLUSH_MAX_KB");
-	if (v && *v)
-		flush_cfg.max = (size_t)strtoull(v, NULL, 10) * 1024;
+	flush_cfg.max = ocf_env_kb("OPENCUFILE_FLUSH_MAX_KB", flush_cfg.max / 1024);
 	static const char *const names[] = {"off", "clflushopt", "clwb"};
 	log_debug("staged write-back: %s, with at least %d copies busy, of reads up to %zu KiB",
 		  names[flush_cfg.mode], flush_cfg.busy, flush_cfg.max / 1024);

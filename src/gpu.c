@@ -80,9 +80,7 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 	p->gpu = gpu;
 	/* Chunks of 4 MiB unless max_direct_io_size_kb asks for less. */
 	p->chunk = OCF_MIN(ocf_cfg.staging_chunk_kb, OCF_EFF(OCF_K_MAX_DIRECT_IO_SIZE_KB)) * 1024;
-	const char *env = ocf_getenv("OPENCUFILE_CHUNK_KB"); /* tuning experiments */
-	if (env && *env)
-		p->chunk = (size_t)strtoull(env, NULL, 10) * 1024;
+	p->chunk = ocf_env_kb("OPENCUFILE_CHUNK_KB", p->chunk / 1024); /* tuning experiments */
 	if (p->chunk < 65536)
 		p->chunk = 65536;
 	/* The POSIX pool slabs are NVIDIA's bounce-buffer budget in its

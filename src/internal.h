@@ -57,9 +57,13 @@ static inline void ocf_cpu_relax(void)
  * set-uid/set-gid processes. */
 const char *ocf_getenv(const char *name);
 
-/* An environment variable in KiB, as bytes, read at the first call and
- * kept in *cache, which starts as (size_t)-1; unset or empty: def_kb.
- * Threads may race on the first call: each stores the same value. */
+/* An environment variable in KiB (decimal digits, at most 2^30), as bytes;
+ * unset or empty: def_kb; anything else is logged as a warning and def_kb
+ * is used. */
+size_t ocf_env_kb(const char *name, size_t def_kb);
+/* The same, read at the first call and kept in *cache, which starts as
+ * (size_t)-1.  Threads may race on the first call: each stores the same
+ * value. */
 size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache);
 
 

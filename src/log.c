@@ -43,12 +43,26 @@ static char log_path[PATH_MAX];
 
 const char *ocf_getenv(const char *name) { return secure_getenv(name); }
 
+size_t ocf_env_kb(const char *name, size_t def_kb)
+{
+	const char *v = ocf_getenv(name);
+	if (!v || !*v)
+		return def_kb * 1024;
+	char *end;
+	errno = 0;
+	unsigned long long kb = strtoull(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || kb > (1ull << 30)) {
+		log_warn("%s=%s is not a size in KiB: %zu used", name, v, def_kb);
+		return def_kb * 1024;
+	}
+	return (size_t)kb * 1024;
+}
+
 size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)
 {
 	size_t cur = __atomic_load_n(cache, __ATOMIC_RELAXED);
 	if (cur == (size_t)-1) {
-		const char *env = ocf_getenv(name);
-		cur = (env && *env ? (size_t)strtoull(env, NULL, 10) : def_kb) * 1024;
+		cur = ocf_env_kb(name, def_kb);
 		__atomic_store_n(cache, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;

@@ -98,26 +98,12 @@
 static struct stripe_cfg cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
-static size_t env_kb(const char *name, size_t def_kb)
-{
-	const char *v = ocf_getenv(name);
-	if (!v || !*v)
-		return def_kb * 1024;
-	char *end;
-	unsigned long long kb = strtoull(v, &end, 10);
-	if (*end || kb > (1ull << 30)) {
-		log_warn("%s=%s is not a size in KiB: %zu used", name, v, def_kb);
-		return def_kb * 1024;
-	}
-	return (size_t)kb * 1024;
-}
-
 static void cfg_read(void)
 {
-	cfg.min_bytes = env_kb("OPENCUFILE_STRIPE_MIN_KB", 2048);
-	cfg.max_bytes = env_kb("OPENCUFILE_STRIPE_MAX_KB", 8192);
-	cfg.piece = OCF_MAX(env_kb("OPENCUFILE_PIECE_KB", 256), (size_t)4096);
-	cfg.stripe = OCF_MAX(env_kb("OPENCUFILE_STRIPE_KB", 2048), cfg.piece);
+	cfg.min_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MIN_KB", 2048);
+	cfg.max_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MAX_KB", 8192);
+	cfg.piece = OCF_MAX(ocf_env_kb("OPENCUFILE_PIECE_KB", 256), (size_t)4096);
+	cfg.stripe = OCF_MAX(ocf_env_kb("OPENCUFILE_STRIPE_KB", 2048), cfg.piece);
 	cfg.participants = 8;
 	const char *f = ocf_getenv("OPENCUFILE_STRIPE_FLUSH");
 	cfg.flush = !(f && !strcmp(f, "0"));
