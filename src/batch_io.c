@@ -41,10 +41,11 @@
  * lock are shared by its run or buffer.  The lookups of the handle (table
  * lock) and of the buffer (one CUDA call) are cached per thread.
  *
- * Results are exactly what the synchronous path gives each entry alone: a
- * run's pread result is divided among its entries (short at end of file),
- * and if the merged pread or pwrite fails or is short, the entries it did
- * not cover are redone one by one, so each gets its own error.  An entry
+ * Results are exactly what the synchronous path gives each entry alone: the
+ * entries a run's pread covers get their bytes from it, and if the merged
+ * pread or pwrite fails or is short (end of file included), the entries it
+ * did not cover are redone one by one, so each gets its own error or short
+ * count.  An entry
  * whose copy cannot be queued or whose buffer's event fails gets
  * CU_FILE_CUDA_DRIVER_ERROR (and a write is then not written).  Entries the
  * fast path does not serve (host memory, other contexts' memory, userspace
@@ -301,6 +302,7 @@ static void close_run(struct bio_worker *w)
 		return;
 	}
 	ssize_t got = read_into_stage(w, h, w->run_pos + w->run_skew, w->run_off, w->run_len);
+	size_t staged = 0; /* bytes of the run that hold file data, from its start */
 	for (struct bio_item *it = first; it != last->next; it = it->next) {
 		size_t rel = (size_t)(it->io.off - w->run_off);
 		bool covered = got >= 0 && (size_t)got >= rel + it->io.len;
@@ -311,19 +313,19 @@ static void close_run(struct bio_worker *w)
 			 * at end of file, its error otherwise), the entry alone
 			 * says. */
 			it->result = read_into_stage(w, h, it->stage, it->io.off, it->io.len);
-			continue;
-		}
-		if (got < 0) {
+		} else if (got < 0) {
 			it->result = got;
-			continue;
+		} else {
+			size_t n = (size_t)got > rel ? (size_t)got - rel : 0;
+			it->result = (ssize_t)OCF_MIN(n, it->io.len);
 		}
-		size_t n = (size_t)got > rel ? (size_t)got - rel : 0;
-		it->result = (ssize_t)OCF_MIN(n, it->io.len);
+		if (it->result > 0)
+			staged = OCF_MAX(staged, rel + (size_t)it->result);
 	}
 	/* Copies this worker queued or gathered before this run's are ahead
 	 * of it. */
-	if (got > 0)
-		fio_flush_before_copy(stage_base(w, w->cur) + w->run_pos + w->run_skew, (size_t)got,
+	if (staged > 0)
+		fio_flush_before_copy(stage_base(w, w->cur) + w->run_pos + w->run_skew, staged,
 				      w->buf[w->cur].copies || w->ng ? INT_MAX : 0);
 	queue_copies(w, first, last);
 }

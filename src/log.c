@@ -49,9 +49,10 @@ size_t ocf_env_kb(const char *name, size_t def_kb)
 	if (!v || !*v)
 		return def_kb * 1024;
 	char *end;
-	errno = 0;
-	unsigned long long kb = strtoull(v, &end, 10);
-	if (*v < '0' || *v > '9' || *end || errno || kb > (1ull << 30)) {
+	int saved = errno;
+	unsigned long long kb = strtoull(v, &end, 10); /* ULLONG_MAX on overflow */
+	errno = saved;
+	if (*v < '0' || *v > '9' || *end || kb > (1ull << 30)) {
 		log_warn("%s=%s is not a size in KiB: %zu used", name, v, def_kb);
 		return def_kb * 1024;
 	}
