@@ -285,6 +285,16 @@ int main(void)
 	unsigned long long before = t_proc_read_bytes();
 	read_all(fh, warm_cases, N(warm_cases), 0);
 	unsigned long long from_disk = t_proc_read_bytes() - before;
+	if (from_disk) {
+		/* read_bytes counts the whole process: a page of the program
+		 * faulted in by any thread (seen once under the load of a full
+		 * run: 8192 bytes, ASan).  A library that re-read the cached
+		 * pages would do it again. */
+		fprintf(stderr, "warm file: %llu bytes from the disk; the reads once more\n", from_disk);
+		before = t_proc_read_bytes();
+		read_all(fh, warm_cases, N(warm_cases), 0);
+		from_disk = t_proc_read_bytes() - before;
+	}
 	t_unpin_cached(&pin);
 	t_set_case("warm file");
 	T_EQ_U(from_disk, 0);
