@@ -288,6 +288,31 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 
 /* Reads the open run and queues its copies (read runs), or queues the
  * copies that fill its staging (write runs). */
+/* A read of `bad` alone that failed may have stored into the staging of the
+ * aligned block it shares with the entries before it (a direct read that
+ * fails can leave part of its range written), over bytes those entries
+ * already hold.  They are read alone again, latest first, as far back as a
+ * failed read may have reached; one that fails now gets its error. */
+static void restage_before(struct bio_worker *w, struct ocf_handle *h, struct bio_item *first,
+			   struct bio_item *bad)
+{
+	size_t A = fio_align(h);
+	off_t lo = bad->io.off - (off_t)((size_t)bad->io.off % A);
+	for (struct bio_item *stop = bad; stop != first;) {
+		struct bio_item *e = first;
+		while (e->next != stop)
+			e = e->next;
+		if (e->io.off + (off_t)e->io.len <= lo)
+			return;
+		if (e->result > 0) {
+			e->result = read_into_stage(w, h, e->stage, e->io.off, e->io.len);
+			if (e->result < 0)
+				lo = OCF_MIN(lo, e->io.off - (off_t)((size_t)e->io.off % A));
+		}
+		stop = e;
+	}
+}
+
 static void close_run(struct bio_worker *w)
 {
 	struct bio_item *first = w->run_first, *last = w->run_last;
@@ -313,6 +338,8 @@ static void close_run(struct bio_worker *w)
 			 * at end of file, its error otherwise), the entry alone
 			 * says. */
 			it->result = read_into_stage(w, h, it->stage, it->io.off, it->io.len);
+			if (it->result < 0 && it != first)
+				restage_before(w, h, first, it);
 		} else if (got < 0) {
 			it->result = got;
 		} else {

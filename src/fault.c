@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -35,6 +36,7 @@ struct rule {
 /* rules_lock protects rules[]. */
 static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rule rules[OCF_FAULT_NCALLS];
+static int scribble; /* relaxed atomics */
 
 /* Counts a call; true with the action to take when a rule hits it. */
 static bool hit(enum ocf_fault_call call, int *err, size_t *short_by)
@@ -95,8 +97,14 @@ OCF_EXPORT void ocf_fault_short_then_fail_nth(enum ocf_fault_call call, unsigned
 	set_rule(call, nth, 1, 0, short_by, err > 0 ? err : EIO, times);
 }
 
+OCF_EXPORT void ocf_fault_scribble_failed_reads(int on)
+{
+	__atomic_store_n(&scribble, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+
 OCF_EXPORT void ocf_fault_reset(void)
 {
+	__atomic_store_n(&scribble, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&rules_lock);
 	for (int i = 0; i < OCF_FAULT_NCALLS; i++)
 		rules[i].first = rules[i].last = rules[i].fail_from = 0;
@@ -151,6 +159,11 @@ static ssize_t transfer_len(enum ocf_fault_call call, int fd, size_t n)
 ssize_t fault_pread(int fd, void *buf, size_t n, off_t off)
 {
 	ssize_t m = transfer_len(OCF_FAULT_PREAD, fd, n);
+	if (m < 0 && __atomic_load_n(&scribble, __ATOMIC_RELAXED)) {
+		int e = errno;
+		memset(buf, 0xEE, n);
+		errno = e;
+	}
 	return m < 0 ? -1 : pread(fd, buf, (size_t)m, off);
 }
 

@@ -103,6 +103,10 @@ void ocf_fault_short_nth(enum ocf_fault_call call, unsigned long nth, unsigned l
  * read does (a loop that goes on after the short count gets the error). */
 void ocf_fault_short_then_fail_nth(enum ocf_fault_call call, unsigned long nth, size_t short_by, int err,
 				   unsigned long times);
+/* While on, a pread that a rule fails first fills the buffer it was given
+ * with 0xEE: what a direct read that fails may leave in its range (part of
+ * the transfer landed, part did not).  Off after ocf_fault_reset(). */
+void ocf_fault_scribble_failed_reads(int on);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */

@@ -13,7 +13,11 @@
  *     complete, every other one fails with EIO and leaves its device bytes
  *     untouched;
  *   - a run across end of file, no fault: full, short and 0-byte entries,
- *     as before.
+ *     as before;
+ *   - O_DIRECT, entries not on block boundaries: an entry's read alone
+ *     fails and scribbles over its aligned range, into the block it shares
+ *     with the entry before it, which was read already: that entry is read
+ *     again, and its device bytes are the file's.
  * One batch executor (OPENCUFILE_BATCH_WORKERS=1), a buffered handle read
  * with pread (no O_DIRECT twin, psync backend), so that the merged read is
  * one pread loop whose calls the fault rules count.  Device memory is
@@ -37,15 +41,15 @@ static void poison(void)
 	t_dev_fill(dev, POISON, sizeof(image));
 }
 
-/* Submits the NENT reads at file offset foff0 + i * SZ into dev + i * SZ;
- * res[i] gets entry i's result (bytes, or -errno / -CU_FILE_* when it
- * failed). */
-static void run(CUfileHandle_t fh, off_t foff0, long *res)
+/* Submits NENT reads of esz bytes (at most SZ) at file offset foff0 + i *
+ * esz into dev + i * SZ; res[i] gets entry i's result (bytes, or -errno /
+ * -CU_FILE_* when it failed). */
+static void run_sized(CUfileHandle_t fh, off_t foff0, size_t esz, long *res)
 {
 	CUfileIOParams_t io[NENT];
 	CUfileIOEvents_t ev[NENT];
 	for (unsigned i = 0; i < NENT; i++)
-		io[i] = t_batch_io(CUFILE_READ, fh, (void *)(uintptr_t)dev, SZ, foff0 + (off_t)(i * SZ),
+		io[i] = t_batch_io(CUFILE_READ, fh, (void *)(uintptr_t)dev, esz, foff0 + (off_t)(i * esz),
 				   (off_t)(i * SZ), (void *)(uintptr_t)(i + 1));
 	T_CUFILE_OK(cuFileBatchIOSubmit(batch, NENT, io, 0));
 	t_batch_collect(batch, NENT, ev);
@@ -60,6 +64,8 @@ static void run(CUfileHandle_t fh, off_t foff0, long *res)
 			T_FAIL("entry %lu: status %#x", (unsigned long)c - 1, (unsigned)ev[k].status);
 	}
 }
+
+static void run(CUfileHandle_t fh, off_t foff0, long *res) { run_sized(fh, foff0, SZ, res); }
 
 /* The expected image gets entry i's bytes: n bytes of the file from foff. */
 static void expect_bytes(unsigned i, off_t foff, size_t n)
@@ -149,6 +155,43 @@ int main(void)
 		expect_bytes(i, foff, want);
 	}
 	check_image("across end of file");
+
+	/* ---- O_DIRECT, entries not on block boundaries, every read direct
+	 * (OPENCUFILE_DIRECT_READS_FROM_CACHE=0): the merged read breaks off
+	 * after entries 0 and 1, entry 2's read alone fails and leaves its
+	 * aligned range scribbled over — the block it shares with entry 1
+	 * included.  Entry 1, already read, is read again alone, so its bytes
+	 * on the device are the file's; entry 2 fails; the others complete. */
+	int dfd = t_odirect_supported(path) ? t_open(path, O_RDONLY | O_DIRECT) : -1;
+	if (dfd >= 0) {
+		const size_t esz = 60 * T_KIB + 100;
+		const off_t foff0 = 300;
+		CUfileHandle_t dfh = t_register_fd(dfd);
+		poison();
+		hits0 = ocf_fault_hits(OCF_FAULT_PREAD);
+		ocf_fault_scribble_failed_reads(1);
+		/* The merged read: 364 KiB of blocks, 200 KiB short (whole
+		 * blocks: 164 KiB, entries 0 and 1 and part of 2); its
+		 * continuation and the retry of the short transfer fail, and so
+		 * does entry 2's read alone. */
+		ocf_fault_short_then_fail_nth(OCF_FAULT_PREAD, 1, 200 * T_KIB, EIO, 3);
+		run_sized(dfh, foff0, esz, res);
+		ocf_fault_reset();
+		T_ASSERT(ocf_fault_hits(OCF_FAULT_PREAD) - hits0 == 4);
+		for (unsigned i = 0; i < NENT; i++) {
+			if (i == 2) {
+				T_EQ(res[i], -(long)EIO);
+			} else {
+				T_EQ(res[i], (long)esz);
+				expect_bytes(i, foff0 + (off_t)(i * esz), esz);
+			}
+		}
+		check_image("O_DIRECT, an entry's read alone failing over the block it shares");
+		cuFileHandleDeregister(dfh);
+		close(dfd);
+	} else {
+		fprintf(stderr, "no O_DIRECT here: the O_DIRECT case not run\n");
+	}
 
 	cuFileBatchIODestroy(batch);
 	T_CU(cuMemFree(dev));
