@@ -65,7 +65,10 @@ static void run_sized(CUfileHandle_t fh, off_t foff0, size_t esz, long *res)
 	}
 }
 
-static void run(CUfileHandle_t fh, off_t foff0, long *res) { run_sized(fh, foff0, SZ, res); }
+static void run(CUfileHandle_t fh, off_t foff0, long *res)
+{
+	run_sized(fh, foff0, SZ, res);
+}
 
 /* The expected image gets entry i's bytes: n bytes of the file from foff. */
 static void expect_bytes(unsigned i, off_t foff, size_t n)
