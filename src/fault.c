@@ -51,7 +51,7 @@ static bool hit(enum ocf_fault_call call, int *err, size_t *short_by)
 		*short_by = r->short_by;
 		if (!r->err && r->then_err) {
 			r->fail_from = n + 1;
-			r->fail_to = r->then_times ? n + r->then_times : (unsigned long)-1;
+			r->fail_to = r->then_times && r->then_times < (unsigned long)-1 - n ? n + r->then_times : (unsigned long)-1;
 		}
 	} else if (r->fail_from && n >= r->fail_from && n <= r->fail_to) {
 		on = true;
