@@ -286,8 +286,6 @@ static void queue_copies(struct bio_worker *w, struct bio_item *first, struct bi
 	}
 }
 
-/* Reads the open run and queues its copies (read runs), or queues the
- * copies that fill its staging (write runs). */
 /* A read of `bad` alone that failed may have stored into the staging of the
  * aligned block it shares with the entries before it (a direct read that
  * fails can leave part of its range written), over bytes those entries
@@ -297,7 +295,7 @@ static void restage_before(struct bio_worker *w, struct ocf_handle *h, struct bi
 			   struct bio_item *bad)
 {
 	size_t A = fio_align(h);
-	off_t lo = bad->io.off - (off_t)((size_t)bad->io.off % A);
+	off_t lo = (off_t)OCF_ALIGN_DOWN((size_t)bad->io.off, A);
 	for (struct bio_item *stop = bad; stop != first;) {
 		struct bio_item *e = first;
 		while (e->next != stop)
@@ -307,12 +305,14 @@ static void restage_before(struct bio_worker *w, struct ocf_handle *h, struct bi
 		if (e->result > 0) {
 			e->result = read_into_stage(w, h, e->stage, e->io.off, e->io.len);
 			if (e->result < 0)
-				lo = OCF_MIN(lo, e->io.off - (off_t)((size_t)e->io.off % A));
+				lo = OCF_MIN(lo, (off_t)OCF_ALIGN_DOWN((size_t)e->io.off, A));
 		}
 		stop = e;
 	}
 }
 
+/* Reads the open run and queues its copies (read runs), or queues the
+ * copies that fill its staging (write runs). */
 static void close_run(struct bio_worker *w)
 {
 	struct bio_item *first = w->run_first, *last = w->run_last;

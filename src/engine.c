@@ -244,14 +244,13 @@ static int pool_start(void)
 			nworkers++;
 		}
 		min_chunk_bytes = ocf_env_kb("OPENCUFILE_MIN_CHUNK_KB", ocf_cfg.min_chunk_kb);
-		const char *env;
 		/* Participants at once: one per CPU of the budget up to the
 		 * pool's size; of one request: execution.max_request_parallelism
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
 		 * OPENCUFILE_PARALLEL / OPENCUFILE_REQUEST_PARALLEL override
 		 * them (experiments). */
 		parallel_max = (int)OCF_MIN(ocf_cpu_budget(), (long)nworkers + 1);
-		env = ocf_getenv("OPENCUFILE_PARALLEL");
+		const char *env = ocf_getenv("OPENCUFILE_PARALLEL");
 		if (env && *env)
 			parallel_max = atoi(env);
 		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM)

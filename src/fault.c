@@ -10,7 +10,8 @@
  * "the Nth call" semantics across threads more than speed.  A rule acts on
  * calls first..last of its kind; the action is "fail with errno E without
  * doing anything" or "transfer k bytes fewer (at least one)", optionally
- * followed by "the next call fails" (a transfer that breaks off midway).
+ * followed by "the calls after it fail" (a transfer that breaks off
+ * midway).
  */
 #define _GNU_SOURCE
 #include "fault.h"
@@ -51,7 +52,8 @@ static bool hit(enum ocf_fault_call call, int *err, size_t *short_by)
 		*short_by = r->short_by;
 		if (!r->err && r->then_err) {
 			r->fail_from = n + 1;
-			r->fail_to = r->then_times && r->then_times < (unsigned long)-1 - n ? n + r->then_times : (unsigned long)-1;
+			bool bounded = r->then_times && r->then_times < (unsigned long)-1 - n;
+			r->fail_to = bounded ? n + r->then_times : (unsigned long)-1;
 		}
 	} else if (r->fail_from && n >= r->fail_from && n <= r->fail_to) {
 		on = true;
