@@ -38,10 +38,14 @@ struct rule {
 static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rule rules[OCF_FAULT_NCALLS];
 static int scribble; /* relaxed atomics */
+static void (*call_hook[OCF_FAULT_NCALLS])(void); /* relaxed atomics */
 
 /* Counts a call; true with the action to take when a rule hits it. */
 static bool hit(enum ocf_fault_call call, int *err, size_t *short_by)
 {
+	void (*fn)(void) = __atomic_load_n(&call_hook[call], __ATOMIC_RELAXED);
+	if (fn)
+		fn();
 	pthread_mutex_lock(&rules_lock);
 	struct rule *r = &rules[call];
 	unsigned long n = ++r->calls;
@@ -104,9 +108,17 @@ OCF_EXPORT void ocf_fault_scribble_failed_reads(int on)
 	__atomic_store_n(&scribble, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 
+OCF_EXPORT void ocf_fault_on_call(enum ocf_fault_call call, void (*fn)(void))
+{
+	if ((unsigned)call < OCF_FAULT_NCALLS)
+		__atomic_store_n(&call_hook[call], fn, __ATOMIC_RELAXED);
+}
+
 OCF_EXPORT void ocf_fault_reset(void)
 {
 	__atomic_store_n(&scribble, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < OCF_FAULT_NCALLS; i++)
+		__atomic_store_n(&call_hook[i], NULL, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&rules_lock);
 	for (int i = 0; i < OCF_FAULT_NCALLS; i++)
 		rules[i].first = rules[i].last = rules[i].fail_from = 0;

@@ -39,6 +39,8 @@ enum ocf_fault_call {
 	OCF_FAULT_STATX,        /* statx(STATX_DIOALIGN) at registration of an O_DIRECT descriptor */
 	OCF_FAULT_URING_ENTER,  /* io_uring submission and waiting (io_uring_enter) */
 	OCF_FAULT_URING_REGBUF, /* io_uring_register_buffers of a lane's staging buffers */
+	OCF_FAULT_MAPPED,       /* a copy through a file mapping (filemap.c): an injected errno
+				 * stands for a page fault that raised SIGBUS */
 	OCF_FAULT_NCALLS
 };
 
@@ -107,6 +109,11 @@ void ocf_fault_short_then_fail_nth(enum ocf_fault_call call, unsigned long nth, 
  * with 0xEE: what a direct read that fails may leave in its range (part of
  * the transfer landed, part did not).  Off after ocf_fault_reset(). */
 void ocf_fault_scribble_failed_reads(int on);
+/* fn runs in the calling thread at every call of that kind, before the
+ * call (and before any rule acts): a test's way to change the world at an
+ * exact point, such as shrinking a file between a copy's size check and
+ * the copy.  NULL removes it; ocf_fault_reset removes every one. */
+void ocf_fault_on_call(enum ocf_fault_call call, void (*fn)(void));
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */

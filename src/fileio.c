@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "filemap.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -226,8 +227,9 @@ static long cached_pages(int fd, uint64_t first, uint64_t pages)
  * whole number of pages, at most n), or `unknown` when it cannot be told:
  * n for a buffered handle (RWF_NOWAIT, or pread, then decides), 0 for an
  * O_DIRECT one (its read stays direct, as without this probing). */
-static size_t cached_prefix_len(int fd, off_t off, size_t n, size_t unknown)
+static size_t cached_prefix_len_known(int fd, off_t off, size_t n, size_t unknown, bool *known)
 {
+	*known = false;
 	if (__atomic_load_n(&no_cachestat, __ATOMIC_RELAXED))
 		return unknown;
 	size_t ps = page_size();
@@ -239,6 +241,7 @@ static size_t cached_prefix_len(int fd, off_t off, size_t n, size_t unknown)
 			__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
 		return unknown;
 	}
+	*known = true;
 	if ((uint64_t)c >= pages)
 		return n;
 	if (c == 0)
@@ -257,6 +260,12 @@ static size_t cached_prefix_len(int fd, off_t off, size_t n, size_t unknown)
 	}
 	uint64_t end = (first + lo) * ps;
 	return end > (uint64_t)off ? (size_t)OCF_MIN(end - (uint64_t)off, (uint64_t)n) : 0;
+}
+
+static size_t cached_prefix_len(int fd, off_t off, size_t n, size_t unknown)
+{
+	bool known;
+	return cached_prefix_len_known(fd, off, n, unknown, &known);
 }
 
 /* After RWF_NOWAIT stopped at `at`, before the end of what cachestat
@@ -386,7 +395,8 @@ static int stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, si
 	off_t from = off;
 	int cfd = cache_fd(h);
 	if (cfd >= 0 && (part || n >= probe_min(h))) {
-		size_t want = cached_prefix_len(cfd, off, n, h->odirect ? 0 : n);
+		bool known;
+		size_t want = cached_prefix_len_known(cfd, off, n, h->odirect ? 0 : n, &known);
 		/* With every transfer on the ring (backend uring), a range the
 		 * page cache holds whole is one buffered ring transfer. */
 		if (want == n && uring_backend() == OCF_IO_URING) {
@@ -395,7 +405,13 @@ static int stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, si
 		}
 		if (uring_backend() == OCF_IO_URING)
 			log_debug("staged read of %zu bytes at %lld: %zu cached, copied first", n, (long long)off, want);
-		ssize_t p = read_cached_prefix(cfd, dst, off, want, n);
+		/* What cachestat counted, through the file's mapping when the
+		 * handle has one (filemap.c: the DMA then reads memory no CPU
+		 * cache holds); else, or where the mapping cannot serve it,
+		 * with preadv2. */
+		ssize_t p = known && want && h->fmap ? fmap_copy(h->fmap, dst, off, want) : -1;
+		if (p < 0)
+			p = read_cached_prefix(cfd, dst, off, want, n);
 		if (p < 0)
 			return (int)p;
 		op->prefix = (size_t)p;
@@ -660,7 +676,7 @@ static void flush_read_cfg(void)
 void fio_flush_before_copy(const void *p, size_t n, int busy)
 {
 	pthread_once(&flush_once, flush_read_cfg);
-	if (flush_cfg.mode == FLUSH_OFF || !n || n > flush_cfg.max || busy < flush_cfg.busy)
+	if (flush_cfg.mode == FLUSH_OFF || !n || n > flush_cfg.max || busy < flush_cfg.busy || fmap_streamed(p, n))
 		return;
 #if defined(__x86_64__)
 	/* Encoded as bytes: older assemblers lack the mnemonics. */

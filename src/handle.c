@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "fault.h"
+#include "filemap.h"
 #include "internal.h"
 #include "log.h"
 #include "watchdog.h"
@@ -44,6 +45,7 @@ static uint64_t next_gen = 1;
 
 static void handle_free(struct ocf_handle *h)
 {
+	fmap_destroy(h->fmap);
 	if (h->fd_buffered >= 0)
 		close(h->fd_buffered);
 	if (h->fd_direct >= 0)
@@ -316,6 +318,17 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 		if (h->fd_direct >= 0)
 			h->align = direct_alignment(h->fd_direct);
 	}
+	/* A buffered handle's staged reads copy cached bytes through a mapping
+	 * of the file (filemap.c): a regular file of a local file system,
+	 * where the mapping is the page cache that read() copies, probed by
+	 * fileio.c (an O_DIRECT twin exists).  Not an O_DIRECT handle's: a
+	 * copy through a mapping is not atomic per page, so a direct write
+	 * racing with it could leave a block of the read half old, half new,
+	 * which a direct read never returns (preadv2 copies each page whole). */
+	struct stat st;
+	if (!h->odirect && h->fd_direct >= 0 && fs_cache_coherent_with_direct(h->fs_type) && fstat(h->fd, &st) == 0 &&
+	    S_ISREG(st.st_mode))
+		h->fmap = fmap_create(h->fd);
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
 		  h->cache_reads ? "O_DIRECT, cached pages by copy"

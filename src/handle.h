@@ -27,6 +27,9 @@ struct ocf_handle {
 	bool cache_reads;
 	unsigned align;         /* file offset/length alignment O_DIRECT needs
 				 * (of fd, or of fd_direct; 1: neither) */
+	/* Cached bytes of staged reads are copied through a mapping of the
+	 * file (filemap.c); NULL: with preadv2. */
+	struct ocf_fmap *fmap;
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */

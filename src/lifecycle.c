@@ -24,6 +24,7 @@
 #include "cpu_budget.h"
 #include "cuda_loader.h"
 #include "engine.h"
+#include "filemap.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -119,6 +120,9 @@ const struct driver_step driver_lifecycle[] = {
 	/* Handles, after every thread and operation that could hold a handle
 	 * reference (executors, stream operations, lookup caches) is gone. */
 	{DRIVER_CLOSE, handle_deregister_all},
+	/* The thread that drops idle file mappings' page-table entries:
+	 * every handle's mapping went with its handle. */
+	{DRIVER_CLOSE, fmap_stop},
 	/* Buffer registrations; the order with handles is free. */
 	{DRIVER_CLOSE, buf_deregister_all},
 	/* Staging pools (lanes, their streams, events and io_uring rings),

@@ -116,6 +116,9 @@ int main(int argc, char **argv)
 	 * driver a wait on a BLOCKING_SYNC event makes some of its own (the
 	 * library sleeps on long copies that way): wait by spinning here. */
 	setenv("OPENCUFILE_EVENT_WAIT", "spin", 1);
+	/* Buffered reads as system calls (ring or not): the cached file's
+	 * bytes would otherwise be copied through its mapping, with none. */
+	setenv("OPENCUFILE_MAPPED_READS", "off", 1);
 	t_cuda_require();
 	if (!psync && !io_uring_works())
 		T_SKIP("io_uring cannot be set up here");

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * filemap.c - cached file bytes copied into staging through a read-only
+ * mapping of the file, with stores that bypass the CPU caches.
+ *
+ * DESIGN: why.  A staged read copies file bytes into pinned memory and the
+ * GPU then reads that memory by DMA.  Filled by pread, the staging buffer's
+ * last bytes sit modified in the CPU caches, and a DMA read of such lines
+ * is slow: on the H200 machine a 1 MiB host-to-device copy of a buffer just
+ * filled by pread took 47 µs, of one filled with non-temporal stores 28 µs,
+ * and eight threads staging 256 KiB chunks moved 20 GB/s the first way and
+ * 31 the second at 0.40 against 0.25 CPU s/GB (docs/benchmarks.md).  The
+ * kernel's copy in pread cannot be told to bypass the caches; a copy of our
+ * own can, if it can see the page cache: through a mapping of the file.
+ * (Copying pread's output a second time costs more than it saves, and
+ * writing the lines back with clwb costs CPU: fileio.c does that only where
+ * this path does not run.)
+ *
+ * DESIGN: where.  A buffered handle's staged reads (device memory), for the
+ * range cachestat found cached (fileio.c).  Not reads into host memory,
+ * which the program reads next and wants in its caches; not an O_DIRECT
+ * handle's: a copy through a mapping is not atomic per page (a direct
+ * write that invalidates a page mid-copy leaves the rest of the copy to
+ * the page read in again), and a racing direct write must find each block
+ * of an O_DIRECT read old or new, as preadv2's whole-page copies keep it.
+ * A buffered read racing with a write has no such promise.
+ *
+ * DESIGN: how.  Each handle's file is mapped lazily in windows of 1 GiB
+ * (PROT_READ, MAP_SHARED: the page cache's own pages, coherent with every
+ * read and write of the file as pread is), found by file offset in a small
+ * table: a window is mapped on first use under the table's lock, published
+ * with a release store and never replaced or unmapped before the handle's
+ * last reference goes, so a copy looks its window up without a lock.  A
+ * table slot already taken by another window, or too many windows in the
+ * process, sends the read to pread.  Windows are MADV_RANDOM: a fault maps
+ * the cached pages around it but starts no readahead, so a range the caller
+ * leaves uncached stays uncached.
+ *
+ * DESIGN: what stays mapped.  A mapped page is one that posix_fadvise
+ * (POSIX_FADV_DONTNEED) and drop_caches leave in the page cache, and one the
+ * process's resident size counts.  So a window's page-table entries are
+ * dropped (MADV_DONTNEED: the pages stay cached, only our mapping of them
+ * goes) once it has served 2 MiB since the last drop, by the copy that
+ * crosses that mark, and every second by a ticker thread for any window
+ * that served bytes since; and the windows go with the handle.  A page a
+ * read copied is therefore mapped for at most about a second after the
+ * read.  A drop costs one TLB shootdown; per 2 MiB that is a few per cent
+ * of a 64 KiB read's time and nothing for larger ones, where dropping
+ * after every copy cost a lone 64 KiB reader a third of its speed.  Later
+ * copies fault the pages in again, at about the cost of pread's own walk
+ * of the page cache.
+ *
+ * DESIGN: faults.  A mapped page that is no longer backed (the file was
+ * truncated between the size check and the copy, or reading an evicted
+ * page from the disk failed) raises SIGBUS in the copying thread.  A
+ * process-wide handler, installed at the first copy with the previous one
+ * saved, jumps back out of the copy when the fault address lies in the
+ * range the current thread is copying (a pointer in initial-exec TLS: no
+ * allocation in the handler); every other SIGBUS goes to the previous
+ * handler or the default action, as it would without us.  The copy then
+ * returns -1 and the caller reads the range with pread, which reports the
+ * short count or the error.  A fault can be caught only if our handler is
+ * installed and SIGBUS is not blocked in the thread (a blocked SIGBUS from
+ * a fault kills the process), so both are checked before every copy: if
+ * the application has since installed its own handler, mapped reads stop
+ * for the process (said once in the log); a thread that blocks SIGBUS reads
+ * with pread.
+ */
+#define _GNU_SOURCE
+#include "filemap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "fault.h"
+#include "internal.h"
+#include "log.h"
+#include "ticker.h"
+
+#define WIN_SHIFT 30
+#define WIN_SIZE ((size_t)1 << WIN_SHIFT)
+#define SLOTS 64
+#define MAX_WINDOWS 4096                   /* in the process: 4 TiB of address space */
+#define ZAP_BYTES ((uint64_t)2 << 20)      /* served by a window between page-table drops */
+
+struct ocf_fmap {
+	struct ocf_fmap *prev, *next; /* every fmap, under reg_lock */
+	int fd;
+	pthread_mutex_t lock;   /* serializes mapping windows */
+	char *base[SLOTS];      /* atomic: the window's first byte, or NULL */
+	uint64_t idx[SLOTS];    /* its window index; written before base is published */
+	uint64_t served[SLOTS]; /* atomic: bytes copied since its last page-table drop */
+};
+
+/* ---------------------------------------------------------------- copies */
+
+typedef void (*copy_fn)(char *dst, const char *src, size_t n);
+
+static void copy_plain(char *dst, const char *src, size_t n) { memcpy(dst, src, n); }
+
+#if defined(__x86_64__)
+/* Each: ordinary stores up to the first aligned byte of dst, then aligned
+ * streaming stores, the tail ordinary; sfence so that the stores are
+ * visible before the caller queues the DMA that reads them. */
+static void copy_sse2(char *dst, const char *src, size_t n)
+{
+	size_t head = OCF_MIN((16 - (uintptr_t)dst % 16) % 16, n);
+	memcpy(dst, src, head);
+	dst += head, src += head, n -= head;
+	for (; n >= 64; dst += 64, src += 64, n -= 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+		_mm_stream_si128((__m128i *)dst, a);
+		_mm_stream_si128((__m128i *)(dst + 16), b);
+		_mm_stream_si128((__m128i *)(dst + 32), c);
+		_mm_stream_si128((__m128i *)(dst + 48), d);
+	}
+	memcpy(dst, src, n);
+	_mm_sfence();
+}
+
+__attribute__((target("avx2"))) static void copy_avx2(char *dst, const char *src, size_t n)
+{
+	size_t head = OCF_MIN((32 - (uintptr_t)dst % 32) % 32, n);
+	memcpy(dst, src, head);
+	dst += head, src += head, n -= head;
+	for (; n >= 128; dst += 128, src += 128, n -= 128) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)src), b = _mm256_loadu_si256((const __m256i *)(src + 32));
+		__m256i c = _mm256_loadu_si256((const __m256i *)(src + 64)), d = _mm256_loadu_si256((const __m256i *)(src + 96));
+		_mm256_stream_si256((__m256i *)dst, a);
+		_mm256_stream_si256((__m256i *)(dst + 32), b);
+		_mm256_stream_si256((__m256i *)(dst + 64), c);
+		_mm256_stream_si256((__m256i *)(dst + 96), d);
+	}
+	memcpy(dst, src, n);
+	_mm_sfence();
+}
+
+__attribute__((target("avx512f"))) static void copy_avx512(char *dst, const char *src, size_t n)
+{
+	size_t head = OCF_MIN((64 - (uintptr_t)dst % 64) % 64, n);
+	memcpy(dst, src, head);
+	dst += head, src += head, n -= head;
+	for (; n >= 256; dst += 256, src += 256, n -= 256) {
+		__m512i a = _mm512_loadu_si512(src), b = _mm512_loadu_si512(src + 64);
+		__m512i c = _mm512_loadu_si512(src + 128), d = _mm512_loadu_si512(src + 192);
+		_mm512_stream_si512((void *)dst, a);
+		_mm512_stream_si512((void *)(dst + 64), b);
+		_mm512_stream_si512((void *)(dst + 128), c);
+		_mm512_stream_si512((void *)(dst + 192), d);
+	}
+	memcpy(dst, src, n);
+	_mm_sfence();
+}
+#endif
+
+/* ----------------------------------------------------------- configuration */
+
+static struct {
+	bool on;
+	bool streaming; /* the copy bypasses the caches */
+	copy_fn copy;
+	const char *name;
+} cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static void read_cfg(void)
+{
+	const char *env = ocf_getenv("OPENCUFILE_MAPPED_READS");
+	cfg.on = true;
+	cfg.copy = copy_plain;
+	cfg.name = "plain";
+	if (env && (!strcmp(env, "0") || !strcmp(env, "off"))) {
+		cfg.on = false;
+		log_debug("mapped reads: off (OPENCUFILE_MAPPED_READS)");
+		return;
+	}
+	const char *want = env && *env && strcmp(env, "1") && strcmp(env, "on") ? env : "best";
+#if defined(__x86_64__)
+	/* Valgrind runs neither AVX-512 nor, in every version, AVX2 streaming
+	 * stores; it always preloads its core. */
+	const char *pre = getenv("LD_PRELOAD");
+	bool vg = pre && strstr(pre, "vgpreload");
+	bool avx512 = !vg && __builtin_cpu_supports("avx512f"), avx2 = !vg && __builtin_cpu_supports("avx2");
+	if ((!strcmp(want, "best") || !strcmp(want, "avx512")) && avx512)
+		cfg.copy = copy_avx512, cfg.name = "avx512";
+	else if ((!strcmp(want, "best") || !strcmp(want, "avx512") || !strcmp(want, "avx2")) && avx2)
+		cfg.copy = copy_avx2, cfg.name = "avx2";
+	else if (strcmp(want, "plain"))
+		cfg.copy = copy_sse2, cfg.name = "sse2";
+#endif
+	if (strcmp(want, "best") && strcmp(want, "avx512") && strcmp(want, "avx2") && strcmp(want, "sse2") &&
+	    strcmp(want, "plain"))
+		log_warn("OPENCUFILE_MAPPED_READS=%s: not on, off, avx512, avx2, sse2 or plain; on", env);
+	cfg.streaming = cfg.copy != copy_plain;
+	log_debug("mapped reads: on, %s copies", cfg.name);
+}
+
+/* ------------------------------------------------------------------ SIGBUS */
+
+struct guard {
+	sigjmp_buf env;
+	const char *lo, *hi; /* the source range being copied */
+};
+
+/* Initial-exec: the handler reads it without a call that could allocate. */
+static __thread struct guard *cur_guard __attribute__((tls_model("initial-exec")));
+static __thread const char *streamed_lo __attribute__((tls_model("initial-exec")));
+static __thread const char *streamed_hi __attribute__((tls_model("initial-exec")));
+
+static struct sigaction prev_bus;
+static bool handler_ok;  /* installed; relaxed atomic, true until the handler is found replaced */
+static bool handler_lost; /* said in the log once */
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	struct guard *g = __atomic_load_n(&cur_guard, __ATOMIC_RELAXED);
+	if (g && si && si->si_code > 0 && (const char *)si->si_addr >= g->lo && (const char *)si->si_addr < g->hi)
+		siglongjmp(g->env, 1);
+	/* Not a fault of ours: what would have happened without us. */
+	if (prev_bus.sa_flags & SA_SIGINFO) {
+		if (prev_bus.sa_sigaction) {
+			prev_bus.sa_sigaction(sig, si, uc);
+			return;
+		}
+	} else if (prev_bus.sa_handler == SIG_IGN) {
+		return;
+	} else if (prev_bus.sa_handler != SIG_DFL) {
+		prev_bus.sa_handler(sig);
+		return;
+	}
+	/* The default action: blocked while this handler runs, the raised
+	 * signal is delivered on return (a fault would also recur). */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig);
+}
+
+static void install_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &prev_bus) != 0) {
+		log_info("mapped reads off: SIGBUS handler not installed (%s)", strerror(errno));
+		return;
+	}
+	__atomic_store_n(&handler_ok, true, __ATOMIC_RELEASE);
+}
+
+/* Can a fault in a copy by this thread be caught now? */
+static bool faults_catchable(void)
+{
+	pthread_once(&handler_once, install_handler);
+	if (!__atomic_load_n(&handler_ok, __ATOMIC_ACQUIRE))
+		return false;
+	struct sigaction cur;
+	if (sigaction(SIGBUS, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
+		__atomic_store_n(&handler_ok, false, __ATOMIC_RELAXED);
+		if (!__atomic_exchange_n(&handler_lost, true, __ATOMIC_RELAXED))
+			log_info("mapped reads off: the application replaced the SIGBUS handler; reads use pread");
+		return false;
+	}
+	sigset_t mask;
+	if (pthread_sigmask(SIG_BLOCK, NULL, &mask) != 0 || sigismember(&mask, SIGBUS))
+		return false;
+	return true;
+}
+
+/* Copies n bytes from src (inside a window) to dst; false if a page fault
+ * raised SIGBUS (dst may hold part of the bytes). */
+static bool guarded_copy(char *dst, const char *src, size_t n)
+{
+	struct guard g;
+	g.lo = src;
+	g.hi = src + n;
+	if (sigsetjmp(g.env, 0)) {
+		__atomic_store_n(&cur_guard, NULL, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		/* The handler ran with SIGBUS blocked and did not return. */
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGBUS);
+		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+		return false;
+	}
+	__atomic_store_n(&cur_guard, &g, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	cfg.copy(dst, src, n);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&cur_guard, NULL, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* ----------------------------------------------------------------- windows */
+
+static unsigned windows_total; /* atomic: windows mapped in the process */
+
+/* reg_lock protects the list of fmaps; the tick holds it while it drops
+ * page-table entries, so fmap_destroy cannot unmap a window under it. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ocf_fmap *reg_head;
+
+/* Drops the page-table entries of window `slot` if it served bytes since
+ * the last drop and `at_least` of them (or anything, at 0). */
+static void drop_if_served(struct ocf_fmap *m, int slot, uint64_t at_least)
+{
+	char *b = __atomic_load_n(&m->base[slot], __ATOMIC_ACQUIRE);
+	uint64_t s = __atomic_load_n(&m->served[slot], __ATOMIC_RELAXED);
+	if (!b || !s || s < at_least)
+		return;
+	if (!__atomic_compare_exchange_n(&m->served[slot], &s, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return; /* another copy or the tick got there first */
+	madvise(b, WIN_SIZE, MADV_DONTNEED);
+}
+
+static void tick(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct ocf_fmap *m = reg_head; m; m = m->next)
+		for (int i = 0; i < SLOTS; i++)
+			drop_if_served(m, i, 0);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static struct ocf_ticker drop_ticker = OCF_TICKER_INIT(tick);
+
+void fmap_stop(void) { ticker_stop(&drop_ticker); }
+
+struct ocf_fmap *fmap_create(int fd)
+{
+	pthread_once(&cfg_once, read_cfg);
+	if (!cfg.on || fd < 0)
+		return NULL;
+	struct ocf_fmap *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->fd = fd;
+	pthread_mutex_init(&m->lock, NULL);
+	if (ticker_start(&drop_ticker) != 0) {
+		log_debug("mapped reads off for fd %d: no thread to drop idle mappings", fd);
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return NULL;
+	}
+	pthread_mutex_lock(&reg_lock);
+	m->next = reg_head;
+	if (reg_head)
+		reg_head->prev = m;
+	reg_head = m;
+	pthread_mutex_unlock(&reg_lock);
+	return m;
+}
+
+void fmap_destroy(struct ocf_fmap *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	if (m->prev)
+		m->prev->next = m->next;
+	else
+		reg_head = m->next;
+	if (m->next)
+		m->next->prev = m->prev;
+	pthread_mutex_unlock(&reg_lock);
+	for (int i = 0; i < SLOTS; i++)
+		if (m->base[i]) {
+			munmap(m->base[i], WIN_SIZE);
+			__atomic_fetch_sub(&windows_total, 1, __ATOMIC_RELAXED);
+		}
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+/* Window `idx` of the file, mapped now if need be; NULL if it cannot be. */
+static char *window(struct ocf_fmap *m, uint64_t idx, int *slot_out)
+{
+	int slot = (int)(idx % SLOTS);
+	*slot_out = slot;
+	char *b = __atomic_load_n(&m->base[slot], __ATOMIC_ACQUIRE);
+	if (b)
+		return m->idx[slot] == idx ? b : NULL;
+	if (idx > (uint64_t)INT64_MAX >> WIN_SHIFT)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	b = m->base[slot];
+	if (!b) {
+		if (__atomic_add_fetch(&windows_total, 1, __ATOMIC_RELAXED) > MAX_WINDOWS) {
+			__atomic_fetch_sub(&windows_total, 1, __ATOMIC_RELAXED);
+		} else {
+			void *p = mmap(NULL, WIN_SIZE, PROT_READ, MAP_SHARED, m->fd, (off_t)(idx << WIN_SHIFT));
+			if (p == MAP_FAILED) {
+				__atomic_fetch_sub(&windows_total, 1, __ATOMIC_RELAXED);
+				log_debug("fd %d: window %llu not mapped (%s): read with pread", m->fd,
+					  (unsigned long long)idx, strerror(errno));
+			} else {
+				madvise(p, WIN_SIZE, MADV_RANDOM);
+				m->idx[slot] = idx;
+				b = p;
+				__atomic_store_n(&m->base[slot], b, __ATOMIC_RELEASE);
+			}
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return b && m->idx[slot] == idx ? b : NULL;
+}
+
+/* After a window served n more bytes. */
+static void served(struct ocf_fmap *m, int slot, size_t n)
+{
+	if (__atomic_add_fetch(&m->served[slot], n, __ATOMIC_RELAXED) >= ZAP_BYTES)
+		drop_if_served(m, slot, ZAP_BYTES);
+}
+
+ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
+{
+	__atomic_store_n(&streamed_hi, NULL, __ATOMIC_RELAXED);
+	if (!m || off < 0)
+		return -1;
+	if (!faults_catchable())
+		return -1;
+	struct stat st; /* not fault_fstat: the tests count the read path's own */
+	if (fstat(m->fd, &st) != 0)
+		return -1;
+	if (off >= st.st_size || n == 0)
+		return 0;
+	n = (size_t)OCF_MIN((uint64_t)n, (uint64_t)(st.st_size - off));
+	if (fault_errno(OCF_FAULT_MAPPED))
+		return -1; /* a test's stand-in for a fault in the copy */
+	size_t done = 0;
+	while (done < n) {
+		uint64_t at = (uint64_t)off + done;
+		int slot;
+		char *b = window(m, at >> WIN_SHIFT, &slot);
+		if (!b)
+			return -1;
+		size_t in = (size_t)(at & (WIN_SIZE - 1));
+		size_t k = OCF_MIN(n - done, WIN_SIZE - in);
+		if (!guarded_copy(dst + done, b + in, k)) {
+			log_debug("fd %d: fault copying %zu bytes at %llu through the mapping: read with pread", m->fd,
+				  k, (unsigned long long)at);
+			return -1;
+		}
+		served(m, slot, k);
+		done += k;
+	}
+	if (cfg.streaming) {
+		__atomic_store_n(&streamed_lo, dst, __ATOMIC_RELAXED);
+		__atomic_store_n(&streamed_hi, dst + n, __ATOMIC_RELAXED);
+	}
+	return (ssize_t)n;
+}
+
+bool fmap_streamed(const void *p, size_t n)
+{
+	const char *lo = __atomic_load_n(&streamed_lo, __ATOMIC_RELAXED);
+	const char *hi = __atomic_load_n(&streamed_hi, __ATOMIC_RELAXED);
+	return hi && (const char *)p >= lo && (const char *)p + n <= hi;
+}
