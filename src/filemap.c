@@ -40,15 +40,16 @@
  * (POSIX_FADV_DONTNEED) and drop_caches leave in the page cache, and one the
  * process's resident size counts.  So a window's page-table entries are
  * dropped (MADV_DONTNEED: the pages stay cached, only our mapping of them
- * goes) once it has served 2 MiB since the last drop, by the copy that
+ * goes) once it has served 64 MiB since the last drop, by the copy that
  * crosses that mark, and every second by a ticker thread for any window
  * that served bytes since; and the windows go with the handle.  A page a
  * read copied is therefore mapped for at most about a second after the
- * read.  A drop costs one TLB shootdown; per 2 MiB that is a few per cent
- * of a 64 KiB read's time and nothing for larger ones, where dropping
- * after every copy cost a lone 64 KiB reader a third of its speed.  Later
- * copies fault the pages in again, at about the cost of pread's own walk
- * of the page cache.
+ * read, and at most 64 MiB of a window at any time.  A drop costs one TLB
+ * shootdown, an interrupt of every CPU that runs a thread of the process:
+ * dropping after every copy cost a lone 64 KiB reader a third of its speed
+ * on the H200 machine, and after every 2 MiB cost eight callers of 16 MiB
+ * reads a few per cent.  Later copies fault the pages in again, at about
+ * the cost of pread's own walk of the page cache.
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
  * truncated between the size check and the copy, or reading an evicted
@@ -93,7 +94,7 @@
 #define WIN_SIZE ((size_t)1 << WIN_SHIFT)
 #define SLOTS 64
 #define MAX_WINDOWS 4096                   /* in the process: 4 TiB of address space */
-#define ZAP_BYTES ((uint64_t)2 << 20)      /* served by a window between page-table drops */
+#define ZAP_BYTES ((uint64_t)64 << 20)     /* served by a window between page-table drops */
 
 struct ocf_fmap {
 	struct ocf_fmap *prev, *next; /* every fmap, under reg_lock */
