@@ -367,7 +367,11 @@ int main(void)
 	setenv("CUFILE_ENV_PATH_JSON", json, 1);
 	T_ASSERT(warm_read_disk_bytes("file false") >= FLEN / 4096 * 4096);
 	setenv("OPENCUFILE_DIRECT_READS_FROM_CACHE", "1", 1);
-	T_EQ_U(warm_read_disk_bytes("file false, environment 1"), 0);
+	/* read_bytes counts the whole process (a sanitizer's runtime reading
+	 * a file, once 684,032 bytes under TSan): once more before failing;
+	 * a library that read the disk would do it again. */
+	if (warm_read_disk_bytes("file false, environment 1") != 0)
+		T_EQ_U(warm_read_disk_bytes("file false, environment 1, again"), 0);
 	unlink(json);
 
 	if (failures)
