@@ -630,6 +630,7 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 	bool reading[OCF_LANE_DEPTH] = {0};
 	struct ocf_ring *ring = lane_ring(lane);
 	int max_reads = ring ? ring_reads(lane) : 1;
+	fio_bulk_reads(io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024);
 	int reads = 0, rr = 0;
 	bool more = true;
 	for (;;) {
@@ -709,6 +710,7 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 	for (int i = 0; i < OCF_LANE_DEPTH; i++)
 		if (pend[i].busy)
 			wait_copy(job, lane, &pend[i]);
+	fio_bulk_reads(false);
 }
 
 /* Writes one staged chunk whose device-to-host copy was issued. */

@@ -439,6 +439,8 @@ static int stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, si
 	return 0;
 }
 
+void fio_bulk_reads(bool on) { fmap_bulk(on); }
+
 ssize_t fio_stage_read_done(const struct fio_op *op, ssize_t res)
 {
 	if (op->len == 0)

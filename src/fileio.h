@@ -48,6 +48,11 @@ struct fio_op {
 	size_t prefix;   /* bytes of the request already in the slot */
 };
 
+/* The calling thread's staged reads belong to a request split among
+ * participants (on) or not (off); how cached bytes are copied depends on it
+ * (filemap.c, "When streaming stores lose"). */
+void fio_bulk_reads(bool on);
+
 /* Plans the read of [off, off+n) into the slot at slot->buf +
  * fio_stage_skew(h, off); n <= slot->chunk.  Returns 0 or an error. */
 int fio_stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n, struct fio_op *op);

@@ -51,17 +51,18 @@
  * reads a few per cent.  Later copies fault the pages in again, at about
  * the cost of pread's own walk of the page cache.
  *
- * DESIGN: when streaming stores lose.  Where many participants stream
- * large chunks and the bus is already full (one 4 GiB call, 16 callers of
- * 16 MiB: ~47 GB/s on the H200 machine), streaming stores cost 2-9 % and a
- * little CPU against ordinary ones: the staging buffers then go to memory
- * and come back from it, where ordinary stores leave much of them in the
- * last-level cache for the DMA to read.  So a copy of more than 1 MiB made
- * while 12 or more copies run uses ordinary stores (through the mapping
- * still: no slower than pread there).  Copies of 1 MiB and less stream
- * whatever the load (16 callers of 1 MiB: 27 GB/s with ordinary stores, 43
- * streaming), and so does anything with fewer copies running (one caller of
- * 16 MiB, eight participants: 20 against 28).
+ * DESIGN: when streaming stores lose.  Streaming pays where a request
+ * waits for its copies: one 1-4 MiB call, 16 callers of 1 MiB (27 GB/s with
+ * ordinary stores, 43 streaming on the H200 machine), one caller of 16 MiB
+ * with eight participants (20 against 28), batches of 64 KiB entries.  It
+ * loses where many participants keep the pipelines of large requests full
+ * and the bus is the limit (one 4 GiB call, 16 callers of 16 MiB: ~47 GB/s
+ * with ordinary stores, 40-46 streaming): the staging buffers then go to
+ * memory and back, where ordinary stores leave much of them in the
+ * last-level cache for the DMA.  So the engine marks the reading thread of
+ * a request split among participants (fio_bulk_reads), and such a thread's
+ * copies use ordinary stores (through the mapping still: no slower than
+ * pread there) while 12 or more copies run in the process.
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
  * truncated between the size check and the copy, or reading an evicted
@@ -107,9 +108,9 @@
 #define SLOTS 64
 #define MAX_WINDOWS 4096                   /* in the process: 4 TiB of address space */
 #define ZAP_BYTES ((uint64_t)64 << 20)     /* served by a window between page-table drops */
-/* A copy larger than this while at least BUSY_COPIES copies run (its own
- * included) uses ordinary stores: see "When streaming stores lose". */
-#define BIG_COPY ((size_t)1 << 20)
+/* A copy for a request split among participants while at least this many
+ * copies run (its own included) uses ordinary stores: see "When streaming
+ * stores lose". */
 #define BUSY_COPIES 12
 
 struct ocf_fmap {
@@ -449,6 +450,9 @@ static void served(struct ocf_fmap *m, int slot, size_t n)
 }
 
 static unsigned copying; /* atomic: fmap_copy calls running in the process */
+static __thread bool bulk; /* this thread reads for a request split among participants */
+
+void fmap_bulk(bool on) { bulk = on; }
 
 static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *dst, off_t off, size_t n);
 
@@ -468,7 +472,7 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 	if (fault_errno(OCF_FAULT_MAPPED))
 		return -1; /* a test's stand-in for a fault in the copy */
 	unsigned busy = __atomic_add_fetch(&copying, 1, __ATOMIC_RELAXED);
-	bool stream = cfg.streaming && (n <= BIG_COPY || busy < BUSY_COPIES);
+	bool stream = cfg.streaming && !(bulk && busy >= BUSY_COPIES);
 	copy_fn copy = stream ? cfg.copy : copy_plain;
 	ssize_t r = copy_windows(m, copy, dst, off, n);
 	__atomic_fetch_sub(&copying, 1, __ATOMIC_RELAXED);

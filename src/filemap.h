@@ -32,6 +32,10 @@ void fmap_stop(void);
  * happened.  dst may have been written in part when -1 comes back. */
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n);
 
+/* The calling thread's next copies are for a request split among
+ * participants (on) or not: they may then use ordinary stores. */
+void fmap_bulk(bool on);
+
 /* Whether the last fmap_copy of this thread filled [p, p+n) with stores
  * that bypass the caches (nothing of it is left in them to write back). */
 bool fmap_streamed(const void *p, size_t n);
