@@ -62,7 +62,8 @@
  * last-level cache for the DMA.  So the engine marks the reading thread of
  * a request split among participants (fio_bulk_reads), and such a thread's
  * copies use ordinary stores (through the mapping still: no slower than
- * pread there) while 12 or more copies run in the process.
+ * pread there) while more copies run in the process than one request of
+ * eight participants can have (9 or more).
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
  * truncated between the size check and the copy, or reading an evicted
@@ -111,7 +112,7 @@
 /* A copy for a request split among participants while at least this many
  * copies run (its own included) uses ordinary stores: see "When streaming
  * stores lose". */
-#define BUSY_COPIES 12
+#define BUSY_COPIES 9
 
 struct ocf_fmap {
 	struct ocf_fmap *prev, *next; /* every fmap, under reg_lock */
