@@ -630,7 +630,7 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 	bool reading[OCF_LANE_DEPTH] = {0};
 	struct ocf_ring *ring = lane_ring(lane);
 	int max_reads = ring ? ring_reads(lane) : 1;
-	fio_bulk_reads(io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024);
+	bool split = io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024;
 	int reads = 0, rr = 0;
 	bool more = true;
 	for (;;) {
@@ -659,6 +659,11 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 			pend[j].idx = idx;
 			pend[j].buf = j;
 			off_t off = io->off + (off_t)job_chunk_start(job, idx);
+			/* Bulk: a split request while more participants run
+			 * than one request has, the bus full of pipelined
+			 * chunks (fileio.h). */
+			fio_bulk_reads(split &&
+				       atomic_load_explicit(&participants, memory_order_relaxed) > request_max);
 			uint64_t t0 = prof_now();
 			int r = fio_stage_read(io->h, &lane->bufs[j], off, job_chunk_len(job, idx), &ops[j]);
 			prof_time(PROF_T_FILE, t0);

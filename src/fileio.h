@@ -48,9 +48,11 @@ struct fio_op {
 	size_t prefix;   /* bytes of the request already in the slot */
 };
 
-/* The calling thread's staged reads belong to a request split among
- * participants (on) or not (off); how cached bytes are copied depends on it
- * (filemap.c, "When streaming stores lose"). */
+/* The calling thread's next staged reads are bulk (on): chunks of a request
+ * split among participants while more participants run than one request
+ * has, so that the bus, not the wait for a copy, is the limit.  Their
+ * cached bytes are then copied with preadv2, not through the file's
+ * mapping (filemap.c, "When streaming stores lose"). */
 void fio_bulk_reads(bool on);
 
 /* Plans the read of [off, off+n) into the slot at slot->buf +

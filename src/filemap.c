@@ -59,11 +59,11 @@
  * and the bus is the limit (one 4 GiB call, 16 callers of 16 MiB: ~47 GB/s
  * with ordinary stores, 40-46 streaming): the staging buffers then go to
  * memory and back, where ordinary stores leave much of them in the
- * last-level cache for the DMA.  So the engine marks the reading thread of
- * a request split among participants (fio_bulk_reads), and such a thread's
- * copies use ordinary stores (through the mapping still: no slower than
- * pread there) while more copies run in the process than one request of
- * eight participants can have (9 or more).
+ * last-level cache for the DMA; ordinary stores through the mapping were
+ * level with preadv2 there, the mapping's page faults costing what pread's
+ * page-cache walk does.  So the engine marks the chunks of a request split
+ * among participants, read while more participants run than one request
+ * has (fio_bulk_reads), and those are left to preadv2.
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
  * truncated between the size check and the copy, or reading an evicted
@@ -109,10 +109,6 @@
 #define SLOTS 64
 #define MAX_WINDOWS 4096                   /* in the process: 4 TiB of address space */
 #define ZAP_BYTES ((uint64_t)64 << 20)     /* served by a window between page-table drops */
-/* A copy for a request split among participants while at least this many
- * copies run (its own included) uses ordinary stores: see "When streaming
- * stores lose". */
-#define BUSY_COPIES 9
 
 struct ocf_fmap {
 	struct ocf_fmap *prev, *next; /* every fmap, under reg_lock */
@@ -304,9 +300,9 @@ static bool faults_catchable(void)
 	return true;
 }
 
-/* Copies n bytes from src (inside a window) to dst with `copy`; false if a
- * page fault raised SIGBUS (dst may hold part of the bytes). */
-static bool guarded_copy(copy_fn copy, char *dst, const char *src, size_t n)
+/* Copies n bytes from src (inside a window) to dst; false if a page fault
+ * raised SIGBUS (dst may hold part of the bytes). */
+static bool guarded_copy(char *dst, const char *src, size_t n)
 {
 	struct guard g;
 	g.lo = src;
@@ -323,7 +319,7 @@ static bool guarded_copy(copy_fn copy, char *dst, const char *src, size_t n)
 	}
 	__atomic_store_n(&cur_guard, &g, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	copy(dst, src, n);
+	cfg.copy(dst, src, n);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&cur_guard, NULL, __ATOMIC_RELAXED);
 	return true;
@@ -450,17 +446,16 @@ static void served(struct ocf_fmap *m, int slot, size_t n)
 		drop_if_served(m, slot, ZAP_BYTES);
 }
 
-static unsigned copying; /* atomic: fmap_copy calls running in the process */
-static __thread bool bulk; /* this thread reads for a request split among participants */
+static __thread bool bulk; /* this thread's reads are bulk (fio_bulk_reads) */
 
 void fmap_bulk(bool on) { bulk = on; }
 
-static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *dst, off_t off, size_t n);
+static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n);
 
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
 	__atomic_store_n(&streamed_hi, NULL, __ATOMIC_RELAXED);
-	if (!m || off < 0)
+	if (!m || off < 0 || bulk)
 		return -1;
 	if (!faults_catchable())
 		return -1;
@@ -472,12 +467,8 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 	n = (size_t)OCF_MIN((uint64_t)n, (uint64_t)(st.st_size - off));
 	if (fault_errno(OCF_FAULT_MAPPED))
 		return -1; /* a test's stand-in for a fault in the copy */
-	unsigned busy = __atomic_add_fetch(&copying, 1, __ATOMIC_RELAXED);
-	bool stream = cfg.streaming && !(bulk && busy >= BUSY_COPIES);
-	copy_fn copy = stream ? cfg.copy : copy_plain;
-	ssize_t r = copy_windows(m, copy, dst, off, n);
-	__atomic_fetch_sub(&copying, 1, __ATOMIC_RELAXED);
-	if (r > 0 && stream) {
+	ssize_t r = copy_windows(m, dst, off, n);
+	if (r > 0 && cfg.streaming) {
 		__atomic_store_n(&streamed_lo, dst, __ATOMIC_RELAXED);
 		__atomic_store_n(&streamed_hi, dst + n, __ATOMIC_RELAXED);
 	}
@@ -485,7 +476,7 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 }
 
 /* fmap_copy's copy of [off, off+n), n > 0, window by window. */
-static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *dst, off_t off, size_t n)
+static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
 	size_t done = 0;
 	while (done < n) {
@@ -496,7 +487,7 @@ static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *dst, off_t o
 			return -1;
 		size_t in = (size_t)(at & (WIN_SIZE - 1));
 		size_t k = OCF_MIN(n - done, WIN_SIZE - in);
-		if (!guarded_copy(copy, dst + done, b + in, k)) {
+		if (!guarded_copy(dst + done, b + in, k)) {
 			log_debug("fd %d: fault copying %zu bytes at %llu through the mapping: read with pread", m->fd,
 				  k, (unsigned long long)at);
 			return -1;

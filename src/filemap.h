@@ -32,8 +32,8 @@ void fmap_stop(void);
  * happened.  dst may have been written in part when -1 comes back. */
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n);
 
-/* The calling thread's next copies are for a request split among
- * participants (on) or not: they may then use ordinary stores. */
+/* The calling thread's next copies are bulk (fio_bulk_reads: on) and are
+ * left to preadv2 (fmap_copy returns -1), or not (off). */
 void fmap_bulk(bool on);
 
 /* Whether the last fmap_copy of this thread filled [p, p+n) with stores

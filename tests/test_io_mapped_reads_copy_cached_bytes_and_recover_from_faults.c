@@ -22,7 +22,9 @@
  *   - about a second after the last read, POSIX_FADV_DONTNEED can drop
  *     every page the reads copied (the mapping no longer holds them).
  * argv[1]: the copy to use (OPENCUFILE_MAPPED_READS: on, sse2, avx2,
- * plain), so that each copy loop this CPU can run is checked.
+ * plain), so that each copy loop this CPU can run is checked; or "bulk":
+ * the chunks of split requests read while more participants run than one
+ * request has go to preadv2, a lone caller's through the mapping.
  */
 #include "test.h"
 #include "fault.h"
@@ -109,9 +111,66 @@ static void warm_reads(CUfileHandle_t fh, const char *what, bool mapped)
 	t_mem_free(&m);
 }
 
+/* "bulk": two participants per request (OPENCUFILE_REQUEST_PARALLEL=2), so
+ * that two callers of split requests (16 MiB) are more participants than a
+ * request has: their chunks are left to preadv2 (fileio.h, fio_bulk_reads),
+ * where a lone caller's go through the mapping. */
+#define BULK_LEN (16 * T_MIB)
+
+static CUfileHandle_t bulk_fh;
+
+static void *bulk_reader(void *arg)
+{
+	struct t_mem *m = arg;
+	for (int i = 0; i < 12; i++)
+		T_EQ(cuFileRead(bulk_fh, m->ptr, BULK_LEN, 0, 0), BULK_LEN);
+	return NULL;
+}
+
+static int bulk_main(void)
+{
+	setenv("OPENCUFILE_REQUEST_PARALLEL", "2", 1);
+	t_cuda_require();
+	const char *path = t_make_pattern_file(BULK_LEN, 0);
+	t_require_local_odirect_fs(path);
+	struct t_pin pin = t_pin_cached(path, 0, BULK_LEN);
+	int fd = t_open(path, O_RDONLY);
+	bulk_fh = t_register_fd(fd);
+	struct t_mem m[2];
+	t_mem_alloc(&m[0], T_MEM_DEVICE, BULK_LEN + 8192);
+	t_mem_alloc(&m[1], T_MEM_DEVICE, BULK_LEN + 8192);
+
+	t_set_case("a lone caller's split request: through the mapping");
+	struct counts a = now();
+	T_EQ(t_read_and_verify_window(bulk_fh, &m[0], 0, BULK_LEN, 0, 0, BULK_LEN, 0, 4096), 0);
+	T_GT(now().mapped, a.mapped);
+	T_EQ_U(now().nowait, a.nowait);
+
+	t_set_case("two callers of split requests: more participants than a request has, by preadv2");
+	a = now();
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		T_EQ(pthread_create(&th[i], NULL, bulk_reader, &m[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	T_GT(now().nowait, a.nowait);
+	for (int i = 0; i < 2; i++) {
+		T_EQ(t_read_and_verify_window(bulk_fh, &m[i], 0, BULK_LEN, 0, 0, BULK_LEN, 0, 4096), 0);
+		t_mem_free(&m[i]);
+	}
+	t_unpin_cached(&pin);
+	cuFileHandleDeregister(bulk_fh);
+	close(fd);
+	T_CUFILE_OK(cuFileDriverClose());
+	printf("mapped reads: bulk chunks by preadv2\n");
+	return T_EXIT_PASS;
+}
+
 int main(int argc, char **argv)
 {
 	const char *copy = argc > 1 ? argv[1] : "on";
+	if (!strcmp(copy, "bulk"))
+		return bulk_main();
 	setenv("OPENCUFILE_MAPPED_READS", copy, 1);
 	unsetenv("OPENCUFILE_DIRECT_READS_FROM_CACHE");
 	unsetenv("CUFILE_ENV_PATH_JSON");
