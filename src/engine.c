@@ -659,11 +659,13 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 			pend[j].idx = idx;
 			pend[j].buf = j;
 			off_t off = io->off + (off_t)job_chunk_start(job, idx);
-			/* Bulk: a split request while more participants run
-			 * than one request has, the bus full of pipelined
-			 * chunks (fileio.h). */
+			/* Bulk: a split request while more than twice one
+			 * request's participants run, the bus full of
+			 * pipelined chunks (fileio.h).  A lone caller's
+			 * request may take twice request_max participants
+			 * (16 MiB: eight, where request_max is 4). */
 			fio_bulk_reads(split &&
-				       atomic_load_explicit(&participants, memory_order_relaxed) > request_max);
+				       atomic_load_explicit(&participants, memory_order_relaxed) > 2 * request_max);
 			uint64_t t0 = prof_now();
 			int r = fio_stage_read(io->h, &lane->bufs[j], off, job_chunk_len(job, idx), &ops[j]);
 			prof_time(PROF_T_FILE, t0);

@@ -62,8 +62,8 @@
  * last-level cache for the DMA; ordinary stores through the mapping were
  * level with preadv2 there, the mapping's page faults costing what pread's
  * page-cache walk does.  So the engine marks the chunks of a request split
- * among participants, read while more participants run than one request
- * has (fio_bulk_reads), and those are left to preadv2.
+ * among participants, read while more than twice one request's
+ * participants run (fio_bulk_reads), and those are left to preadv2.
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
  * truncated between the size check and the copy, or reading an evicted
