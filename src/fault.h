@@ -114,6 +114,9 @@ void ocf_fault_scribble_failed_reads(int on);
  * exact point, such as shrinking a file between a copy's size check and
  * the copy.  NULL removes it; ocf_fault_reset removes every one. */
 void ocf_fault_on_call(enum ocf_fault_call call, void (*fn)(void));
+/* SIGBUS faults the mapped copies (filemap.c) caught since the process
+ * started. */
+unsigned long ocf_fault_mapped_caught(void);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */

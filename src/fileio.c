@@ -383,6 +383,7 @@ static int stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, si
 	char *dst = slot->buf + fio_stage_skew(h, off);
 	*op = (struct fio_op){.fd = h->fd, .align = h->align, .buf = dst, .len = n, .off = off, .req_off = off,
 			      .req_n = n};
+	fmap_streamed_forget(); /* until fmap_copy streams this read's bytes */
 	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS) {
 		ssize_t r = fs_io(h, dst, n, off, 0);
 		if (r < 0)

@@ -27,14 +27,16 @@
  *
  * DESIGN: how.  Each handle's file is mapped lazily in windows of 1 GiB
  * (PROT_READ, MAP_SHARED: the page cache's own pages, coherent with every
- * read and write of the file as pread is), found by file offset in a small
- * table: a window is mapped on first use under the table's lock, published
- * with a release store and never replaced or unmapped before the handle's
- * last reference goes, so a copy looks its window up without a lock.  A
- * table slot already taken by another window, or too many windows in the
- * process, sends the read to pread.  Windows are MADV_RANDOM: a fault maps
- * the cached pages around it but starts no readahead, so a range the caller
- * leaves uncached stays uncached.
+ * read and write of the file as pread is), found by file offset in a table
+ * of 256 slots: a window is mapped on first use under the table's lock,
+ * published with a release store and never replaced or unmapped before the
+ * handle's last reference goes, so a copy looks its window up without a
+ * lock.  A table slot already taken by another window (a file past 256
+ * GiB), or 4096 windows in the process, sends the read to pread.  Windows
+ * are MADV_RANDOM: a fault maps the cached pages around it but starts no
+ * readahead, so a range the caller leaves uncached stays uncached.  They are
+ * mapped PROT_NONE, unlocked, then made readable, so that a process under
+ * mlockall(MCL_FUTURE) does not lock and read in a whole window.
  *
  * DESIGN: what stays mapped.  A mapped page is one that posix_fadvise
  * (POSIX_FADV_DONTNEED) and drop_caches leave in the page cache, and one the
@@ -106,7 +108,7 @@
 
 #define WIN_SHIFT 30
 #define WIN_SIZE ((size_t)1 << WIN_SHIFT)
-#define SLOTS 64
+#define SLOTS 256                          /* windows a handle maps: 256 GiB of file */
 #define MAX_WINDOWS 4096                   /* in the process: 4 TiB of address space */
 #define ZAP_BYTES ((uint64_t)64 << 20)     /* served by a window between page-table drops */
 
@@ -203,6 +205,11 @@ static void read_cfg(void)
 		return;
 	}
 	const char *want = env && *env && strcmp(env, "1") && strcmp(env, "on") ? env : "best";
+	if (strcmp(want, "best") && strcmp(want, "avx512") && strcmp(want, "avx2") && strcmp(want, "sse2") &&
+	    strcmp(want, "plain")) {
+		log_warn("OPENCUFILE_MAPPED_READS=%s: not on, off, avx512, avx2, sse2 or plain; on", env);
+		want = "best";
+	}
 #if defined(__x86_64__)
 	/* Valgrind runs neither AVX-512 nor, in every version, AVX2 streaming
 	 * stores; it always preloads its core. */
@@ -216,9 +223,6 @@ static void read_cfg(void)
 	else if (strcmp(want, "plain"))
 		cfg.copy = copy_sse2, cfg.name = "sse2";
 #endif
-	if (strcmp(want, "best") && strcmp(want, "avx512") && strcmp(want, "avx2") && strcmp(want, "sse2") &&
-	    strcmp(want, "plain"))
-		log_warn("OPENCUFILE_MAPPED_READS=%s: not on, off, avx512, avx2, sse2 or plain; on", env);
 	cfg.streaming = cfg.copy != copy_plain;
 	log_debug("mapped reads: on, %s copies", cfg.name);
 }
@@ -230,10 +234,10 @@ struct guard {
 	const char *lo, *hi; /* the source range being copied */
 };
 
-/* Initial-exec: the handler reads it without a call that could allocate. */
+/* Initial-exec: the handler reads it without a call that could allocate
+ * (8 bytes of the static TLS that a dlopen'ed library may take). */
 static __thread struct guard *cur_guard __attribute__((tls_model("initial-exec")));
-static __thread const char *streamed_lo __attribute__((tls_model("initial-exec")));
-static __thread const char *streamed_hi __attribute__((tls_model("initial-exec")));
+static __thread const char *streamed_lo, *streamed_hi;
 
 static struct sigaction prev_bus;
 static bool handler_ok;  /* installed; relaxed atomic, true until the handler is found replaced */
@@ -252,7 +256,11 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 			return;
 		}
 	} else if (prev_bus.sa_handler == SIG_IGN) {
-		return;
+		/* Ignored: a raised SIGBUS is dropped, but the kernel turns a
+		 * fault's into the default action, which returning would
+		 * replace with the same fault forever. */
+		if (!si || si->si_code <= 0)
+			return;
 	} else if (prev_bus.sa_handler != SIG_DFL) {
 		prev_bus.sa_handler(sig);
 		return;
@@ -272,9 +280,14 @@ static void install_handler(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	/* No SA_ONSTACK: the jump out of the handler skips sigreturn, which
+	 * would leave an SS_AUTODISARM alternate stack disarmed; the faults
+	 * the handler catches are not stack overflows. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, &prev_bus) != 0) {
+	/* The previous action first: a SIGBUS between the two calls finds it
+	 * already saved. */
+	if (sigaction(SIGBUS, NULL, &prev_bus) != 0 || sigaction(SIGBUS, &sa, NULL) != 0) {
 		log_info("mapped reads off: SIGBUS handler not installed (%s)", strerror(errno));
 		return;
 	}
@@ -422,7 +435,18 @@ static char *window(struct ocf_fmap *m, uint64_t idx, int *slot_out)
 		if (__atomic_add_fetch(&windows_total, 1, __ATOMIC_RELAXED) > MAX_WINDOWS) {
 			__atomic_fetch_sub(&windows_total, 1, __ATOMIC_RELAXED);
 		} else {
-			void *p = mmap(NULL, WIN_SIZE, PROT_READ, MAP_SHARED, m->fd, (off_t)(idx << WIN_SHIFT));
+			/* PROT_NONE first, then munlock, then readable: under
+			 * mlockall(MCL_FUTURE) a readable mapping would be
+			 * locked and read in whole (1 GiB from the disk) by
+			 * mmap itself, and locked pages cannot be dropped. */
+			void *p = mmap(NULL, WIN_SIZE, PROT_NONE, MAP_SHARED, m->fd, (off_t)(idx << WIN_SHIFT));
+			if (p != MAP_FAILED) {
+				(void)munlock(p, WIN_SIZE);
+				if (mprotect(p, WIN_SIZE, PROT_READ) != 0) {
+					munmap(p, WIN_SIZE);
+					p = MAP_FAILED;
+				}
+			}
 			if (p == MAP_FAILED) {
 				__atomic_fetch_sub(&windows_total, 1, __ATOMIC_RELAXED);
 				log_debug("fd %d: window %llu not mapped (%s): read with pread", m->fd,
@@ -447,6 +471,9 @@ static void served(struct ocf_fmap *m, int slot, size_t n)
 }
 
 static __thread bool bulk; /* this thread's reads are bulk (fio_bulk_reads) */
+static unsigned long faults_caught; /* atomic: SIGBUS caught in copies */
+
+unsigned long fmap_faults_caught(void) { return __atomic_load_n(&faults_caught, __ATOMIC_RELAXED); }
 
 void fmap_bulk(bool on) { bulk = on; }
 
@@ -488,6 +515,7 @@ static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 		size_t in = (size_t)(at & (WIN_SIZE - 1));
 		size_t k = OCF_MIN(n - done, WIN_SIZE - in);
 		if (!guarded_copy(dst + done, b + in, k)) {
+			__atomic_fetch_add(&faults_caught, 1, __ATOMIC_RELAXED);
 			log_debug("fd %d: fault copying %zu bytes at %llu through the mapping: read with pread", m->fd,
 				  k, (unsigned long long)at);
 			return -1;
@@ -497,6 +525,8 @@ static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 	}
 	return (ssize_t)n;
 }
+
+void fmap_streamed_forget(void) { __atomic_store_n(&streamed_hi, NULL, __ATOMIC_RELAXED); }
 
 bool fmap_streamed(const void *p, size_t n)
 {

@@ -36,6 +36,12 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n);
  * left to preadv2 (fmap_copy returns -1), or not (off). */
 void fmap_bulk(bool on);
 
+/* The next staged read of this thread fills its slot some other way:
+ * fmap_streamed says no until the next fmap_copy. */
+void fmap_streamed_forget(void);
+/* SIGBUS faults caught in copies since the process started. */
+unsigned long fmap_faults_caught(void);
+
 /* Whether the last fmap_copy of this thread filled [p, p+n) with stores
  * that bypass the caches (nothing of it is left in them to write back). */
 bool fmap_streamed(const void *p, size_t n);
