@@ -21,7 +21,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "filemap.h"
 #include "internal.h"
 
 struct rule {
@@ -108,8 +107,6 @@ OCF_EXPORT void ocf_fault_scribble_failed_reads(int on)
 {
 	__atomic_store_n(&scribble, on ? 1 : 0, __ATOMIC_RELAXED);
 }
-
-OCF_EXPORT unsigned long ocf_fault_mapped_caught(void) { return fmap_faults_caught(); }
 
 OCF_EXPORT void ocf_fault_on_call(enum ocf_fault_call call, void (*fn)(void))
 {

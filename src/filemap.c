@@ -108,16 +108,16 @@
 
 #define WIN_SHIFT 30
 #define WIN_SIZE ((size_t)1 << WIN_SHIFT)
-#define SLOTS 256                          /* windows a handle maps: 256 GiB of file */
-#define MAX_WINDOWS 4096                   /* in the process: 4 TiB of address space */
-#define ZAP_BYTES ((uint64_t)64 << 20)     /* served by a window between page-table drops */
+#define SLOTS 256		       /* windows a handle maps: 256 GiB of file */
+#define MAX_WINDOWS 4096	       /* in the process: 4 TiB of address space */
+#define ZAP_BYTES ((uint64_t)64 << 20) /* served by a window between page-table drops */
 
 struct ocf_fmap {
 	struct ocf_fmap *prev, *next; /* every fmap, under reg_lock */
 	int fd;
-	pthread_mutex_t lock;   /* serializes mapping windows */
-	char *base[SLOTS];      /* atomic: the window's first byte, or NULL */
-	uint64_t idx[SLOTS];    /* its window index; written before base is published */
+	pthread_mutex_t lock;	/* serializes mapping windows */
+	char *base[SLOTS];	/* atomic: the window's first byte, or NULL */
+	uint64_t idx[SLOTS];	/* its window index; written before base is published */
 	uint64_t served[SLOTS]; /* atomic: bytes copied since its last page-table drop */
 };
 
@@ -125,7 +125,10 @@ struct ocf_fmap {
 
 typedef void (*copy_fn)(char *dst, const char *src, size_t n);
 
-static void copy_plain(char *dst, const char *src, size_t n) { memcpy(dst, src, n); }
+static void copy_plain(char *dst, const char *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
 
 #if defined(__x86_64__)
 /* Each: ordinary stores up to the first aligned byte of dst, then aligned
@@ -137,8 +140,10 @@ static void copy_sse2(char *dst, const char *src, size_t n)
 	memcpy(dst, src, head);
 	dst += head, src += head, n -= head;
 	for (; n >= 64; dst += 64, src += 64, n -= 64) {
-		__m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16));
-		__m128i c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+		__m128i a = _mm_loadu_si128((const __m128i *)src),
+			b = _mm_loadu_si128((const __m128i *)(src + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(src + 32)),
+			d = _mm_loadu_si128((const __m128i *)(src + 48));
 		_mm_stream_si128((__m128i *)dst, a);
 		_mm_stream_si128((__m128i *)(dst + 16), b);
 		_mm_stream_si128((__m128i *)(dst + 32), c);
@@ -154,8 +159,10 @@ __attribute__((target("avx2"))) static void copy_avx2(char *dst, const char *src
 	memcpy(dst, src, head);
 	dst += head, src += head, n -= head;
 	for (; n >= 128; dst += 128, src += 128, n -= 128) {
-		__m256i a = _mm256_loadu_si256((const __m256i *)src), b = _mm256_loadu_si256((const __m256i *)(src + 32));
-		__m256i c = _mm256_loadu_si256((const __m256i *)(src + 64)), d = _mm256_loadu_si256((const __m256i *)(src + 96));
+		__m256i a = _mm256_loadu_si256((const __m256i *)src),
+			b = _mm256_loadu_si256((const __m256i *)(src + 32));
+		__m256i c = _mm256_loadu_si256((const __m256i *)(src + 64)),
+			d = _mm256_loadu_si256((const __m256i *)(src + 96));
 		_mm256_stream_si256((__m256i *)dst, a);
 		_mm256_stream_si256((__m256i *)(dst + 32), b);
 		_mm256_stream_si256((__m256i *)(dst + 64), c);
@@ -240,14 +247,15 @@ static __thread struct guard *cur_guard __attribute__((tls_model("initial-exec")
 static __thread const char *streamed_lo, *streamed_hi;
 
 static struct sigaction prev_bus;
-static bool handler_ok;  /* installed; relaxed atomic, true until the handler is found replaced */
+static bool handler_ok;	  /* installed; relaxed atomic, true until the handler is found replaced */
 static bool handler_lost; /* said in the log once */
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	struct guard *g = __atomic_load_n(&cur_guard, __ATOMIC_RELAXED);
-	if (g && si && si->si_code > 0 && (const char *)si->si_addr >= g->lo && (const char *)si->si_addr < g->hi)
+	if (g && si && si->si_code > 0 && (const char *)si->si_addr >= g->lo &&
+	    (const char *)si->si_addr < g->hi)
 		siglongjmp(g->env, 1);
 	/* Not a fault of ours: what would have happened without us. */
 	if (prev_bus.sa_flags & SA_SIGINFO) {
@@ -301,10 +309,12 @@ static bool faults_catchable(void)
 	if (!__atomic_load_n(&handler_ok, __ATOMIC_ACQUIRE))
 		return false;
 	struct sigaction cur;
-	if (sigaction(SIGBUS, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
+	if (sigaction(SIGBUS, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
+	    cur.sa_sigaction != on_sigbus) {
 		__atomic_store_n(&handler_ok, false, __ATOMIC_RELAXED);
 		if (!__atomic_exchange_n(&handler_lost, true, __ATOMIC_RELAXED))
-			log_info("mapped reads off: the application replaced the SIGBUS handler; reads use pread");
+			log_info(
+			    "mapped reads off: the application replaced the SIGBUS handler; reads use pread");
 		return false;
 	}
 	sigset_t mask;
@@ -371,7 +381,10 @@ static void tick(void)
 
 static struct ocf_ticker drop_ticker = OCF_TICKER_INIT(tick);
 
-void fmap_stop(void) { ticker_stop(&drop_ticker); }
+void fmap_stop(void)
+{
+	ticker_stop(&drop_ticker);
+}
 
 struct ocf_fmap *fmap_create(int fd)
 {
@@ -439,7 +452,8 @@ static char *window(struct ocf_fmap *m, uint64_t idx, int *slot_out)
 			 * mlockall(MCL_FUTURE) a readable mapping would be
 			 * locked and read in whole (1 GiB from the disk) by
 			 * mmap itself, and locked pages cannot be dropped. */
-			void *p = mmap(NULL, WIN_SIZE, PROT_NONE, MAP_SHARED, m->fd, (off_t)(idx << WIN_SHIFT));
+			void *p =
+			    mmap(NULL, WIN_SIZE, PROT_NONE, MAP_SHARED, m->fd, (off_t)(idx << WIN_SHIFT));
 			if (p != MAP_FAILED) {
 				(void)munlock(p, WIN_SIZE);
 				if (mprotect(p, WIN_SIZE, PROT_READ) != 0) {
@@ -470,12 +484,21 @@ static void served(struct ocf_fmap *m, int slot, size_t n)
 		drop_if_served(m, slot, ZAP_BYTES);
 }
 
-static __thread bool bulk; /* this thread's reads are bulk (fio_bulk_reads) */
+static __thread bool bulk;	    /* this thread's reads are bulk (fio_bulk_reads) */
 static unsigned long faults_caught; /* atomic: SIGBUS caught in copies */
 
-unsigned long fmap_faults_caught(void) { return __atomic_load_n(&faults_caught, __ATOMIC_RELAXED); }
+#ifdef OCF_FAULT_INJECTION
+/* fault.h's test control: defined here, where the count is. */
+OCF_EXPORT unsigned long ocf_fault_mapped_caught(void)
+{
+	return __atomic_load_n(&faults_caught, __ATOMIC_RELAXED);
+}
+#endif
 
-void fmap_bulk(bool on) { bulk = on; }
+void fmap_bulk(bool on)
+{
+	bulk = on;
+}
 
 static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n);
 
@@ -516,8 +539,9 @@ static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 		size_t k = OCF_MIN(n - done, WIN_SIZE - in);
 		if (!guarded_copy(dst + done, b + in, k)) {
 			__atomic_fetch_add(&faults_caught, 1, __ATOMIC_RELAXED);
-			log_debug("fd %d: fault copying %zu bytes at %llu through the mapping: read with pread", m->fd,
-				  k, (unsigned long long)at);
+			log_debug(
+			    "fd %d: fault copying %zu bytes at %llu through the mapping: read with pread",
+			    m->fd, k, (unsigned long long)at);
 			return -1;
 		}
 		served(m, slot, k);
@@ -526,7 +550,10 @@ static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 	return (ssize_t)n;
 }
 
-void fmap_streamed_forget(void) { __atomic_store_n(&streamed_hi, NULL, __ATOMIC_RELAXED); }
+void fmap_streamed_forget(void)
+{
+	__atomic_store_n(&streamed_hi, NULL, __ATOMIC_RELAXED);
+}
 
 bool fmap_streamed(const void *p, size_t n)
 {

@@ -39,8 +39,6 @@ void fmap_bulk(bool on);
 /* The next staged read of this thread fills its slot some other way:
  * fmap_streamed says no until the next fmap_copy. */
 void fmap_streamed_forget(void);
-/* SIGBUS faults caught in copies since the process started. */
-unsigned long fmap_faults_caught(void);
 
 /* Whether the last fmap_copy of this thread filled [p, p+n) with stores
  * that bypass the caches (nothing of it is left in them to write back). */

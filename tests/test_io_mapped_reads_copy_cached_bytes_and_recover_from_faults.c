@@ -81,10 +81,10 @@ static void warm_reads(CUfileHandle_t fh, const char *what, bool mapped)
 		off_t boff;
 		ssize_t expect;
 	} cases[] = {
-		{0, 64 * T_KIB, 0, 64 * T_KIB},
-		{5000, T_MIB + 7, 3, T_MIB + 7},
-		{0, 4 * T_MIB, 0, 4 * T_MIB},                          /* several chunks */
-		{FLEN - 100 - 300 * T_KIB, 300 * T_KIB + 4096, 0, 300 * T_KIB + 100}, /* past end of file */
+	    {0, 64 * T_KIB, 0, 64 * T_KIB},
+	    {5000, T_MIB + 7, 3, T_MIB + 7},
+	    {0, 4 * T_MIB, 0, 4 * T_MIB},					  /* several chunks */
+	    {FLEN - 100 - 300 * T_KIB, 300 * T_KIB + 4096, 0, 300 * T_KIB + 100}, /* past end of file */
 	};
 	struct t_mem m;
 	t_mem_alloc(&m, T_MEM_DEVICE, BUFLEN);
@@ -206,8 +206,10 @@ static int ignored_main(void)
 		d.handle.fd = fd;
 		CUfileHandle_t fh;
 		CUdeviceptr dp;
-		if (fd < 0 || cuFileHandleRegister(&fh, &d).err != CU_FILE_SUCCESS || cuMemAlloc(&dp, T_MIB) != 0 ||
-		    cuFileRead(fh, (void *)dp, T_MIB, 0, 0) != (ssize_t)T_MIB || ocf_fault_calls(OCF_FAULT_MAPPED) == 0)
+		if (fd < 0 || cuFileHandleRegister(&fh, &d).err != CU_FILE_SUCCESS ||
+		    cuMemAlloc(&dp, T_MIB) != 0 ||
+		    cuFileRead(fh, (void *)dp, T_MIB, 0, 0) != (ssize_t)T_MIB ||
+		    ocf_fault_calls(OCF_FAULT_MAPPED) == 0)
 			_exit(3); /* the library's handler is installed only by a mapped copy */
 		volatile char *p = mmap(NULL, FLEN, PROT_READ, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED || ftruncate(fd, 4096) != 0)
