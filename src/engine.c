@@ -610,6 +610,13 @@ static bool read_chunk_done(struct ocf_job *job, struct ocf_lane *lane, int j, s
 	return true;
 }
 
+/* Is io large enough for the engine to split among participants
+ * (execution.min_io_threshold_size_kb)? */
+static bool over_split_threshold(const struct ocf_io *io)
+{
+	return io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024;
+}
+
 /* File reads a participant keeps in flight on its ring: one per staging
  * buffer, at most execution.max_io_queue_depth. */
 static int ring_reads(const struct ocf_lane *lane)
@@ -630,7 +637,7 @@ static void device_read_chunks(struct ocf_job *job, struct ocf_lane *lane)
 	bool reading[OCF_LANE_DEPTH] = {0};
 	struct ocf_ring *ring = lane_ring(lane);
 	int max_reads = ring ? ring_reads(lane) : 1;
-	bool split = io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024;
+	bool split = over_split_threshold(io);
 	int reads = 0, rr = 0;
 	bool more = true;
 	for (;;) {
@@ -966,7 +973,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		helpers = OCF_MIN(free_now, stripe_config()->participants - 1);
 		striped = helpers > 0;
 	}
-	if (!striped && may_split && io->len > OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024) {
+	if (!striped && may_split && over_split_threshold(io)) {
 		helpers = pool_start();
 		helpers = OCF_MIN(helpers, chunk_participants(io, request_max) - 1);
 		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));

@@ -655,10 +655,8 @@ static void flush_read_cfg(void)
 		ebx7 = b;
 	}
 	bool clwb = ebx7 & (1u << 24), clflushopt = ebx7 & (1u << 23);
-	/* Valgrind passes the host's CPUID through but cannot run either
-	 * instruction (SIGILL, valgrind 3.19); it always preloads its core. */
-	const char *pre = getenv("LD_PRELOAD");
-	if (pre && strstr(pre, "vgpreload"))
+	/* Valgrind cannot run either instruction (SIGILL, valgrind 3.19). */
+	if (ocf_under_valgrind())
 		clwb = clflushopt = false;
 	if (!env || !*env || !strcmp(env, "clwb"))
 		flush_cfg.mode = clwb ? FLUSH_CLWB : FLUSH_OFF;

@@ -219,9 +219,8 @@ static void read_cfg(void)
 	}
 #if defined(__x86_64__)
 	/* Valgrind runs neither AVX-512 nor, in every version, AVX2 streaming
-	 * stores; it always preloads its core. */
-	const char *pre = getenv("LD_PRELOAD");
-	bool vg = pre && strstr(pre, "vgpreload");
+	 * stores. */
+	bool vg = ocf_under_valgrind();
 	bool avx512 = !vg && __builtin_cpu_supports("avx512f"), avx2 = !vg && __builtin_cpu_supports("avx2");
 	if ((!strcmp(want, "best") || !strcmp(want, "avx512")) && avx512)
 		cfg.copy = copy_avx512, cfg.name = "avx512";
@@ -504,7 +503,6 @@ static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n);
 
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
-	__atomic_store_n(&streamed_hi, NULL, __ATOMIC_RELAXED);
 	if (!m || off < 0 || bulk)
 		return -1;
 	if (!faults_catchable())

@@ -36,12 +36,13 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n);
  * left to preadv2 (fmap_copy returns -1), or not (off). */
 void fmap_bulk(bool on);
 
-/* The next staged read of this thread fills its slot some other way:
- * fmap_streamed says no until the next fmap_copy. */
+/* A staged read of this thread begins (fileio.c): fmap_streamed says no
+ * until an fmap_copy streams its bytes. */
 void fmap_streamed_forget(void);
 
-/* Whether the last fmap_copy of this thread filled [p, p+n) with stores
- * that bypass the caches (nothing of it is left in them to write back). */
+/* Whether an fmap_copy of this thread since its last fmap_streamed_forget
+ * filled [p, p+n) with stores that bypass the caches (nothing of it is
+ * left in them to write back). */
 bool fmap_streamed(const void *p, size_t n);
 
 #endif /* OCF_FILEMAP_H_ */

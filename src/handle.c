@@ -324,10 +324,9 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	 * fileio.c (an O_DIRECT twin exists).  Not an O_DIRECT handle's: a
 	 * copy through a mapping is not atomic per page, so a direct write
 	 * racing with it could leave a block of the read half old, half new,
-	 * which a direct read never returns (preadv2 copies each page whole). */
-	struct stat st;
-	if (!h->odirect && h->fd_direct >= 0 && fs_cache_coherent_with_direct(h->fs_type) && fstat(h->fd, &st) == 0 &&
-	    S_ISREG(st.st_mode))
+	 * which a direct read never returns (preadv2 copies each page whole).
+	 * A block device's fs_type is "block", never on the list. */
+	if (!h->odirect && h->fd_direct >= 0 && fs_cache_coherent_with_direct(h->fs_type))
 		h->fmap = fmap_create(h->fd);
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,

@@ -57,6 +57,11 @@ static inline void ocf_cpu_relax(void)
  * set-uid/set-gid processes. */
 const char *ocf_getenv(const char *name);
 
+/* Whether the process runs under valgrind, which passes the host's CPUID
+ * through but cannot run every instruction it reports (clwb, AVX-512, some
+ * AVX2 streaming stores): it always preloads its core. */
+bool ocf_under_valgrind(void);
+
 /* An environment variable in KiB (decimal digits, at most 2^30), as bytes;
  * unset or empty: def_kb; anything else is logged as a warning and def_kb
  * is used. */

@@ -43,6 +43,12 @@ static char log_path[PATH_MAX];
 
 const char *ocf_getenv(const char *name) { return secure_getenv(name); }
 
+bool ocf_under_valgrind(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	return pre && strstr(pre, "vgpreload");
+}
+
 size_t ocf_env_kb(const char *name, size_t def_kb)
 {
 	const char *v = ocf_getenv(name);
