@@ -26,6 +26,12 @@
 #             1 MiB at random offsets, 6 threads x 3 MiB, 2 threads x 5 MiB
 #             through an O_DIRECT handle into unregistered memory, 1 s each,
 #             data verified, HUNT_N_STRIPE times (10)
+#   readahead one caller reading in order, served from windows read
+#             ahead by the engine's helpers (readahead.c: the caller waits
+#             for buffers being filled, spinning then on a futex word):
+#             1 thread x 1 MiB, x 16 MiB, x 4 MiB through an O_DIRECT handle
+#             into unregistered memory, x 300 KiB; 1 s each, data verified,
+#             HUNT_N_RA times (10)
 #   busy      many callers at once, whose staged bytes are written back
 #             before their copies (fileio.c, fio_flush_before_copy): 16
 #             threads x 64 KiB and x 256 KiB; and one caller of 16 MiB with
@@ -61,7 +67,7 @@ SCR=${GPU_SCRATCH:-$PWD/gpu-scratch}/hunt
 TABLE=$SCR/hunt-table.txt
 LIMIT=${HUNT_LIMIT:-60}
 BUDGET=${HUNT_BUDGET:-420}
-STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p stripe busy exit fork}
+STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p stripe readahead busy exit fork}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 T0=$SECONDS
 mkdir -p "$SCR"
@@ -163,7 +169,7 @@ step stress "${HUNT_N_STRESS:-10}" env OCF_STRESS_SECONDS=6 "$STRESS"
 
 DATA=$SCR/hunt.dat
 SIZE=${HUNT_SIZE:-4G}
-case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "* | *" kv16"* | *" stripe "* | *" busy "*)
+case " $STEPS " in *" ovl3 "* | *" ovl5 "* | *" async256 "* | *" kv16"* | *" stripe "* | *" readahead "* | *" busy "*)
 	if [ ! -e "$DATA" ]; then
 		env LD_PRELOAD="$LIB" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$LOG" 2>&1
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$LOG" 2>&1
@@ -194,6 +200,13 @@ stripe() {
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 2 -i 5M -s 2G -T 1 -V
 }
 step stripe "${HUNT_N_STRIPE:-10}" stripe
+readahead() {
+	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 1M -s "$SIZE" -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 16M -s "$SIZE" -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 1 -i 4M -s 2G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 300K -s 1G -T 1 -V
+}
+step readahead "${HUNT_N_RA:-10}" readahead
 busy() {
 	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 -i 64K -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 -i 256K -I 2 -s "$SIZE" -T 1 -V &&

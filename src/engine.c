@@ -161,6 +161,7 @@ static void *worker_main(void *arg)
 		struct ocf_job *job = queue;
 		if (--job->helpers_wanted == 0) {
 			queue = job->qnext;
+			job->in_queue = false;
 			queue_changed();
 		}
 		/* Joining under q_lock: the caller removes the request from the
@@ -174,16 +175,22 @@ static void *worker_main(void *arg)
 		prof_begin(PROF_ENGINE);
 		if (job->queued_ns)
 			prof_time(PROF_T_START, job->queued_ns);
-		atomic_fetch_add_explicit(&participants, 1, memory_order_relaxed);
+		/* A task (engine_task_post) is no request's participant: it
+		 * does not count among the callers' busy participants. */
+		if (!job->task)
+			atomic_fetch_add_explicit(&participants, 1, memory_order_relaxed);
 		struct ocf_lane *lane = NULL;
-		if (job->striped) {
+		if (job->task) {
+			job->task(job);
+		} else if (job->striped) {
 			stripe_run_helper(job); /* no lane: it reads into the caller's */
 		} else if (!job->pool) {
 			run_job(job, NULL, true);
 		} else if (pool_try_get(job->pool, &lane) == 0) {
 			lane_release(lane, run_job(job, lane, true));
 		}
-		atomic_fetch_sub_explicit(&participants, 1, memory_order_relaxed);
+		if (!job->task)
+			atomic_fetch_sub_explicit(&participants, 1, memory_order_relaxed);
 		prof_end();
 
 		pthread_mutex_lock(&job->lock);
@@ -298,6 +305,58 @@ static void engine_shutdown(void)
 	running = false;
 	shutting_down = false;
 	pthread_mutex_unlock(&q_lock);
+}
+
+/* ------------------------------------------------------------------ tasks */
+
+bool engine_task_post(struct ocf_job *job, int helpers)
+{
+	if (helpers <= 0 || pool_start() == 0)
+		return false;
+	pthread_mutex_lock(&q_lock);
+	if (shutting_down) {
+		pthread_mutex_unlock(&q_lock);
+		return false;
+	}
+	int wake = helpers;
+	if (job->in_queue) {
+		job->helpers_wanted += helpers;
+	} else {
+		job->helpers_wanted = helpers;
+		wake -= queue ? 0 : spinners;
+		struct ocf_job **pp = &queue;
+		while (*pp)
+			pp = &(*pp)->qnext;
+		job->qnext = NULL;
+		*pp = job;
+		job->in_queue = true;
+		queue_changed();
+	}
+	pthread_mutex_unlock(&q_lock);
+	for (int i = 0; i < wake; i++)
+		pthread_cond_signal(&q_cv);
+	return true;
+}
+
+void engine_task_quiesce(struct ocf_job *job)
+{
+	pthread_mutex_lock(&q_lock);
+	if (job->in_queue) {
+		for (struct ocf_job **pp = &queue; *pp; pp = &(*pp)->qnext) {
+			if (*pp == job) {
+				*pp = job->qnext;
+				break;
+			}
+		}
+		job->in_queue = false;
+		job->helpers_wanted = 0;
+		queue_changed();
+	}
+	pthread_mutex_unlock(&q_lock);
+	pthread_mutex_lock(&job->lock);
+	while (job->active > 0)
+		pthread_cond_wait(&job->cv, &job->lock);
+	pthread_mutex_unlock(&job->lock);
 }
 
 static long cuda_fail(const char *what, CUresult r)
@@ -925,6 +984,13 @@ static bool run_job(struct ocf_job *job, struct ocf_lane *lane, bool helper)
 
 static ssize_t submit_counted(const struct ocf_io *io, bool write, int others);
 
+static ssize_t (*_Atomic read_hook)(const struct ocf_io *io, int others);
+
+void engine_set_read_hook(ssize_t (*fn)(const struct ocf_io *io, int others))
+{
+	atomic_store_explicit(&read_hook, fn, memory_order_release);
+}
+
 static ssize_t submit(const struct ocf_io *io, bool write)
 {
 	if (no_cuda && io->t.device && !io->plan)
@@ -941,6 +1007,14 @@ static ssize_t submit(const struct ocf_io *io, bool write)
  * before it. */
 static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 {
+	/* A sequential reader's next bytes may be in staging already
+	 * (readahead.c); the read also tells the read-ahead where it is. */
+	ssize_t (*hook)(const struct ocf_io *, int) = atomic_load_explicit(&read_hook, memory_order_acquire);
+	if (hook && !write && io->t.device && io->t.use_stream && !io->plan && !io->segs && !nonblocking_copies) {
+		ssize_t r = hook(io, others);
+		if (r != ENGINE_NOT_SERVED)
+			return r;
+	}
 	struct ocf_job job = {.io = io, .write = write, .plan = io->plan};
 	/* Host memory needs staging only for O_DIRECT; without it no lane is
 	 * taken, so many threads doing host I/O never wait for one.  A ring

@@ -117,6 +117,9 @@ void ocf_fault_on_call(enum ocf_fault_call call, void (*fn)(void));
 /* SIGBUS faults the mapped copies (filemap.c) caught since the process
  * started. */
 unsigned long ocf_fault_mapped_caught(void);
+/* Reads served from read-ahead windows (readahead.c) since the process
+ * started. */
+unsigned long ocf_fault_ra_served(void);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */

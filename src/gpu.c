@@ -474,6 +474,10 @@ static int take_host_lane(struct ocf_pool *p, struct ocf_lane **out, bool wait)
  * thread serving I/O may be that thread, and no thread of the library may
  * do it in the background at a moment nobody controls.  Callers wait for a
  * lane to come back; helpers leave the work to the others. */
+static void (*_Atomic lane_reclaim)(struct ocf_pool *);
+
+void pool_set_reclaim(void (*fn)(struct ocf_pool *)) { atomic_store_explicit(&lane_reclaim, fn, memory_order_release); }
+
 static int take_lane(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 {
 	if (!p->gpu)
@@ -506,6 +510,9 @@ static int take_lane(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 		if (!waiting) {
 			waiting = true;
 			pthread_mutex_unlock(&p->lock);
+			void (*reclaim)(struct ocf_pool *) = atomic_load_explicit(&lane_reclaim, memory_order_acquire);
+			if (reclaim)
+				reclaim(p);
 			watchdog_wait_begin("staged I/O", -1, p->gpu->ordinal, "a free staging lane (all are in use)");
 			pthread_mutex_lock(&p->lock);
 			continue;

@@ -112,6 +112,9 @@ int pool_get(struct ocf_pool *pool, struct ocf_lane **out);
 /* Takes a lane only if one is free (host pools: or may be made at once);
  * returns 0, or -EAGAIN. */
 int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out);
+/* Called (outside the pool's lock) when a thread is about to wait for a
+ * lane of `pool`: holders of idle lanes give them back (readahead.c). */
+void pool_set_reclaim(void (*fn)(struct ocf_pool *pool));
 void pool_put(struct ocf_lane *lane);
 /* Destroys a lane whose stream may still hold work (a failed copy). */
 void pool_discard(struct ocf_lane *lane);

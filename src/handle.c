@@ -45,6 +45,8 @@ static uint64_t next_gen = 1;
 
 static void handle_free(struct ocf_handle *h)
 {
+	if (h->ra)
+		h->ra_free(h->ra);
 	fmap_destroy(h->fmap);
 	if (h->fd_buffered >= 0)
 		close(h->fd_buffered);
@@ -328,6 +330,9 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	 * A block device's fs_type is "block", never on the list. */
 	if (!h->odirect && h->fd_direct >= 0 && fs_cache_coherent_with_direct(h->fs_type))
 		h->fmap = fmap_create(h->fd);
+	/* Read-ahead only where every writer of the file is on this machine
+	 * (an inotify watch sees only local writes): the local file systems. */
+	h->ra_ok = h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD && fs_cache_coherent_with_direct(h->fs_type);
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
 		  h->cache_reads ? "O_DIRECT, cached pages by copy"

@@ -30,6 +30,12 @@ struct ocf_handle {
 	/* Cached bytes of staged reads are copied through a mapping of the
 	 * file (filemap.c); NULL: with preadv2. */
 	struct ocf_fmap *fmap;
+	/* A sequential reader's next bytes read ahead (readahead.c): allowed
+	 * (a local file system, a descriptor), and the state, made at the
+	 * first device read (atomic), with the function that frees it. */
+	bool ra_ok;
+	struct ocf_ra *ra;
+	void (*ra_free)(struct ocf_ra *ra);
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */

@@ -57,6 +57,10 @@ struct ocf_job {
 	/* Protected by the engine's queue lock. */
 	int helpers_wanted;
 	struct ocf_job *qnext;
+	bool in_queue; /* set for tasks (engine_task_post) while queued */
+	/* A task, not a request (engine.h, engine_task_post): what each
+	 * helper that joins runs, with no lane; NULL for requests. */
+	void (*task)(struct ocf_job *job);
 	uint64_t queued_ns; /* prof_now() when queued (0: profiling off) */
 
 	/* A striped device read (stripe.c): set before any helper can see

@@ -25,6 +25,7 @@
 #include "cuda_loader.h"
 #include "engine.h"
 #include "filemap.h"
+#include "readahead.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -82,6 +83,9 @@ const struct driver_step driver_lifecycle[] = {
 	/* The thread that logs a wait that lasts; reads the configuration
 	 * (execution.wait_watchdog_s, 0: not started). */
 	{DRIVER_OPEN, watchdog_start},
+	/* Read-ahead for sequential readers (readahead.c): the engine's read
+	 * hook and the pools' lane reclaim, or neither where it is off. */
+	{DRIVER_OPEN, ra_start},
 	/* The statistics snapshot for gds_stats (profile.cufile_stats, or
 	 * OPENCUFILE_STATS_FILE): its file written now and every second by
 	 * a thread of its own; reads the configuration. */
@@ -123,6 +127,9 @@ const struct driver_step driver_lifecycle[] = {
 	/* The thread that drops idle file mappings' page-table entries:
 	 * every handle's mapping went with its handle. */
 	{DRIVER_CLOSE, fmap_stop},
+	/* The thread that closes idle read-ahead windows: every window went
+	 * with its handle. */
+	{DRIVER_CLOSE, ra_stop},
 	/* Buffer registrations; the order with handles is free. */
 	{DRIVER_CLOSE, buf_deregister_all},
 	/* Staging pools (lanes, their streams, events and io_uring rings),

@@ -1,0 +1,665 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * readahead.c - the next bytes of a file that one caller reads in order,
+ * read into staging by the engine's helpers before the caller asks for
+ * them.
+ *
+ * DESIGN (docs/architecture.md, "Read-ahead for one sequential reader")
+ * A caller alone in the engine that reads a file in order, a request of a
+ * few MiB at a time, cannot go faster than one thread copies the page cache
+ * (about 9 GB/s on the H200 machine): helpers woken for each call join too
+ * late to share a request of that size.  Here they work before the call.
+ * When a handle's second read in a row starts where the one before ended,
+ * and no other caller is busy, the handle opens a *window*: staging buffers
+ * of lanes taken from the GPU's pool without waiting (pool_try_get), each
+ * queued for the next chunk of the file after the request, and an engine
+ * task (engine_task_post) whose helpers fill them, as many at once as
+ * there are buffers queued.  A later read that starts where the window
+ * starts is served from the filled buffers: one host-to-device copy per
+ * buffer it touches, on the first lane's stream, then one wait; a buffer
+ * the caller needs that no helper has started is filled by the caller
+ * itself, so the window is never slower than the caller alone.  Buffers
+ * the read used up are queued again for the chunks after the window's end.
+ *
+ * Bytes read ahead are a copy of the file at the time of the fill; a write
+ * after that must not be hidden.  Every write to a file through a system
+ * call (write, pwrite, io_uring, AIO, splice, copy_file_range, truncate,
+ * fallocate) makes the kernel queue an IN_MODIFY event, synchronously, for
+ * an inotify watch on the file, before the writer's call returns.  The
+ * window's file is watched; each event counts one change; a fill records
+ * the count before it reads, and a read is served only from buffers whose
+ * count is the count now (read, with the events, at the start of the
+ * serve).  A write that ended before the read began is therefore always
+ * seen; a write racing the read may or may not be, as with any read.
+ * Stores through another process's writable shared mapping of the file
+ * raise no event: such a file should be read with OPENCUFILE_READAHEAD=off
+ * (docs/configuration.md).  Where the watch cannot be made (no /proc, no
+ * inotify, the watch limit), no window opens.
+ *
+ * A window is closed - its fills waited for, its lanes given back - when a
+ * read does not start at the window's start, another caller is busy, the
+ * file changed, a fill failed or came back short, the handle goes, no read
+ * came for a second (the ticker), or a thread waits for a lane of the pool
+ * (ra_reclaim).  One window is open at a time (RA_ACTIVE_MAX): a caller
+ * alone that opens one closes another handle's.
+ */
+#define _GNU_SOURCE
+#include "readahead.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_loader.h"
+#include "engine.h"
+#include "fileio.h"
+#include "gpu.h"
+#include "handle.h"
+#include "internal.h"
+#include "job.h"
+#include "log.h"
+#include "profile.h"
+#include "ticker.h"
+
+#define RA_LANES_MAX 6
+#define RA_SLOTS_MAX (RA_LANES_MAX * OCF_LANE_DEPTH)
+/* Windows open at once, process-wide. */
+#define RA_ACTIVE_MAX 1
+/* Requests of this size or more, and at most RA_MAX_REQUEST. */
+#define RA_MIN_REQUEST (128u * 1024)
+#define RA_MAX_REQUEST (16u << 20)
+/* A window holds at least this much, and four requests where it can. */
+#define RA_WINDOW_MIN (8u << 20)
+/* A window no read came for in this long is closed by the ticker. */
+#define RA_IDLE_NS 1000000000ull
+/* A caller spins this long for a buffer being filled before it sleeps. */
+#define RA_SPIN_NS 20000
+
+enum { S_EMPTY, S_QUEUED, S_FILLING, S_READY };
+
+struct ra_slot {
+	struct ocf_slot *st; /* a held lane's staging buffer */
+	/* Set by the window's owner before the slot is queued (release);
+	 * read by the filler after it claimed the slot (acquire). */
+	off_t off;
+	size_t len;
+	/* Set by the filler before the slot is marked ready. */
+	ssize_t got;  /* bytes read, or -errno */
+	uint64_t gen; /* the file's change count before the fill read */
+	_Atomic int state;
+};
+
+struct ocf_ra {
+	struct ocf_handle *h;
+	pthread_mutex_t lock; /* everything below but the atomics and the job */
+	off_t next_off;	      /* where the handle's last read ended */
+	int streak;	      /* reads in a row that began where the one before ended */
+	bool active;	      /* a window is open: lanes held */
+	bool busy;	      /* a read is being served from it (lock not held) */
+	bool lane_bad;	      /* a copy failed: the lanes are discarded */
+	struct ocf_pool *pool;
+	struct ocf_lane *lanes[RA_LANES_MAX];
+	int nlanes;
+	struct ra_slot slots[RA_SLOTS_MAX];
+	int nslots;
+	_Atomic int head; /* the slot holding serve_off (fillers read it as a hint) */
+	off_t serve_off;  /* the next byte a sequential read asks for */
+	off_t fill_end;	  /* the window's end: the next byte to queue */
+	off_t size;	  /* the file's size when the window opened */
+	int wd;		  /* its inotify watch */
+	uint64_t last_ns;
+	struct ocf_job job;	 /* the fills: an engine task */
+	_Atomic uint32_t filled; /* futex word: bumped at the end of each fill */
+	_Atomic uint32_t sleepers;
+	struct ocf_ra *act_next; /* on the list of open windows (act_lock) */
+};
+
+static atomic_ulong served;
+
+#ifdef OCF_FAULT_INJECTION
+#include "fault.h"
+/* fault.h's test control: defined here, where the count is. */
+OCF_EXPORT unsigned long ocf_fault_ra_served(void)
+{
+	return atomic_load_explicit(&served, memory_order_relaxed);
+}
+#endif
+
+/* ------------------------------------------------------- the file's changes */
+
+/* ino_lock protects ino_fd, ino_changes and watches[]. */
+static pthread_mutex_t ino_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ino_fd = -1; /* -2: cannot be had */
+static uint64_t ino_changes = 1;
+static struct {
+	int wd, refs;
+} watches[RA_ACTIVE_MAX];
+
+/* Reads the queued events: every one but IN_IGNORED (a watch removed)
+ * counts a change, an overflow too.  A descriptor that can no longer be
+ * read counts a change at every call, so no window is served again. */
+static uint64_t ino_drain_locked(void)
+{
+	if (ino_fd < 0)
+		return ++ino_changes;
+	for (;;) {
+		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+		ssize_t n = read(ino_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			ino_changes++;
+			break;
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			if (!(ev->mask & IN_IGNORED))
+				ino_changes++;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return ino_changes;
+}
+
+static uint64_t file_changes(void)
+{
+	pthread_mutex_lock(&ino_lock);
+	uint64_t c = ino_drain_locked();
+	pthread_mutex_unlock(&ino_lock);
+	return c;
+}
+
+/* Watches the file of descriptor fd: its watch descriptor, or -1. */
+static int watch_file(int fd)
+{
+	pthread_mutex_lock(&ino_lock);
+	if (ino_fd == -1) {
+		ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (ino_fd < 0) {
+			log_info("read-ahead off: inotify_init1: %s", strerror(errno));
+			ino_fd = -2;
+		}
+	}
+	int wd = -1;
+	if (ino_fd >= 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		wd = inotify_add_watch(ino_fd, path, IN_MODIFY);
+		if (wd < 0)
+			log_debug("read-ahead: no watch on descriptor %d: %s", fd, strerror(errno));
+	}
+	if (wd >= 0) {
+		int free_i = -1, i;
+		for (i = 0; i < RA_ACTIVE_MAX; i++) {
+			if (watches[i].refs && watches[i].wd == wd)
+				break;
+			if (!watches[i].refs && free_i < 0)
+				free_i = i;
+		}
+		if (i < RA_ACTIVE_MAX) {
+			watches[i].refs++;
+		} else if (free_i >= 0) {
+			watches[free_i].wd = wd;
+			watches[free_i].refs = 1;
+		} else {
+			wd = -1; /* cannot happen: one watch per open window */
+		}
+	}
+	pthread_mutex_unlock(&ino_lock);
+	return wd;
+}
+
+static void unwatch_file(int wd)
+{
+	pthread_mutex_lock(&ino_lock);
+	for (int i = 0; i < RA_ACTIVE_MAX; i++) {
+		if (watches[i].refs && watches[i].wd == wd) {
+			if (--watches[i].refs == 0 && ino_fd >= 0)
+				inotify_rm_watch(ino_fd, wd);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ino_lock);
+}
+
+/* ------------------------------------------------------------------ fills */
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v, long ns)
+{
+	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static char *slot_data(const struct ocf_ra *ra, const struct ra_slot *s)
+{
+	return s->st->buf + fio_stage_skew(ra->h, s->off);
+}
+
+static bool claim_slot(struct ra_slot *s)
+{
+	int expect = S_QUEUED;
+	return atomic_compare_exchange_strong(&s->state, &expect, S_FILLING);
+}
+
+/* Fills a claimed slot. */
+static void fill_slot(struct ocf_ra *ra, struct ra_slot *s)
+{
+	s->gen = file_changes();
+	ssize_t got = fio_read_staged(ra->h, s->st, s->off, s->len);
+	if (got > 0)
+		fio_flush_before_copy(slot_data(ra, s), (size_t)got, INT_MAX);
+	s->got = got;
+	atomic_store(&s->state, S_READY); /* seq_cst: before the count below */
+	atomic_fetch_add(&ra->filled, 1);
+	if (atomic_load(&ra->sleepers))
+		futex_wake_all(&ra->filled);
+}
+
+/* The engine task: fill queued slots, nearest first, until none is left. */
+static void fill_task(struct ocf_job *job)
+{
+	struct ocf_ra *ra = (struct ocf_ra *)((char *)job - offsetof(struct ocf_ra, job));
+	for (bool any = true; any;) {
+		any = false;
+		int n = ra->nslots, head = atomic_load_explicit(&ra->head, memory_order_relaxed);
+		for (int k = 0; k < n; k++) {
+			struct ra_slot *s = &ra->slots[(head + k) % n];
+			if (claim_slot(s)) {
+				fill_slot(ra, s);
+				any = true;
+				break;
+			}
+		}
+	}
+}
+
+/* Waits until slot s is filled, filling it here if no helper has begun.
+ * False when the slot holds nothing (the window ended there). */
+static bool wait_slot(struct ocf_ra *ra, struct ra_slot *s)
+{
+	uint64_t t0 = 0;
+	for (;;) {
+		int st = atomic_load(&s->state);
+		if (st == S_READY)
+			return true;
+		if (st == S_EMPTY)
+			return false;
+		if (st == S_QUEUED) {
+			if (claim_slot(s))
+				fill_slot(ra, s);
+			continue;
+		}
+		if (!t0)
+			t0 = ocf_now_ns();
+		if (ocf_now_ns() - t0 < RA_SPIN_NS) {
+			ocf_cpu_relax();
+			continue;
+		}
+		uint32_t v = atomic_load(&ra->filled);
+		atomic_fetch_add(&ra->sleepers, 1); /* seq_cst: then the load below */
+		if (atomic_load(&s->state) == S_FILLING)
+			futex_wait(&ra->filled, v, 10000000L);
+		atomic_fetch_sub(&ra->sleepers, 1);
+	}
+}
+
+/* Queues slot s for the next chunk after the window's end; false at end
+ * of file (the slot stays empty). */
+static bool queue_slot(struct ocf_ra *ra, struct ra_slot *s)
+{
+	if (ra->fill_end >= ra->size) {
+		atomic_store(&s->state, S_EMPTY);
+		return false;
+	}
+	s->off = ra->fill_end;
+	s->len = (size_t)OCF_MIN((off_t)s->st->chunk, ra->size - ra->fill_end);
+	s->got = 0;
+	ra->fill_end += (off_t)s->len;
+	atomic_store(&s->state, S_QUEUED);
+	return true;
+}
+
+/* --------------------------------------------------------------- windows */
+
+/* act_lock protects act_list and act_count.  Order: a window's lock, then
+ * act_lock; the ticker and ra_reclaim, which hold act_lock first, only try
+ * a window's lock. */
+static pthread_mutex_t act_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ocf_ra *act_list;
+static int act_count;
+
+static void ra_tick(void);
+static struct ocf_ticker ticker = OCF_TICKER_INIT(ra_tick);
+
+/* Closes ra's window (ra->lock held, no read being served from it). */
+static void close_window(struct ocf_ra *ra, bool act_held)
+{
+	if (!ra->active)
+		return;
+	engine_task_quiesce(&ra->job); /* no fill runs after this */
+	for (int i = 0; i < ra->nlanes; i++) {
+		if (ra->lane_bad)
+			pool_discard(ra->lanes[i]);
+		else
+			pool_put(ra->lanes[i]);
+		ra->lanes[i] = NULL;
+	}
+	ra->nlanes = ra->nslots = 0;
+	ra->lane_bad = false;
+	if (ra->wd >= 0)
+		unwatch_file(ra->wd);
+	ra->wd = -1;
+	if (!act_held)
+		pthread_mutex_lock(&act_lock);
+	for (struct ocf_ra **pp = &act_list; *pp; pp = &(*pp)->act_next) {
+		if (*pp == ra) {
+			*pp = ra->act_next;
+			act_count--;
+			break;
+		}
+	}
+	if (!act_held)
+		pthread_mutex_unlock(&act_lock);
+	__atomic_store_n(&ra->active, false, __ATOMIC_RELAXED);
+}
+
+static void close_where(bool (*pick)(struct ocf_ra *ra, const void *arg), const void *arg);
+static bool other_handle(struct ocf_ra *ra, const void *arg)
+{
+	return ra != arg;
+}
+
+/* Opens a window after a read of len bytes that ends at `from`, when lanes
+ * and a watch can be had (ra->lock held). */
+static void open_window(struct ocf_ra *ra, const struct ocf_io *io, off_t from)
+{
+	struct ocf_pool *pool = &io->t.gpu->pool;
+	size_t chunk = pool_chunk(pool);
+	struct stat st;
+	if (!chunk || fstat(ra->h->fd, &st) != 0 || !S_ISREG(st.st_mode) || from >= st.st_size)
+		return;
+	/* The caller is alone: another handle's window is not in use. */
+	close_where(other_handle, ra);
+	pthread_mutex_lock(&act_lock);
+	bool room = act_count < RA_ACTIVE_MAX;
+	if (room) {
+		act_count++; /* reserved; given back below if the window cannot open */
+		ra->act_next = act_list;
+		act_list = ra;
+	}
+	pthread_mutex_unlock(&act_lock);
+	if (!room)
+		return;
+	__atomic_store_n(&ra->active, true, __ATOMIC_RELAXED); /* close_window undoes the reservation */
+	ra->nlanes = ra->nslots = 0;
+	ra->wd = watch_file(ra->h->fd);
+	if (ra->wd < 0) {
+		close_window(ra, false);
+		return;
+	}
+	size_t want = OCF_MAX((size_t)RA_WINDOW_MIN, 4 * io->len);
+	int slots = (int)OCF_MIN((want + chunk - 1) / chunk, (size_t)RA_SLOTS_MAX);
+	int lanes = (slots + OCF_LANE_DEPTH - 1) / OCF_LANE_DEPTH;
+	ra->pool = pool;
+	while (ra->nlanes < lanes && pool_try_get(pool, &ra->lanes[ra->nlanes]) == 0)
+		ra->nlanes++;
+	ra->nslots = 0;
+	for (int i = 0; i < ra->nlanes; i++)
+		for (int j = 0; j < ra->lanes[i]->depth; j++)
+			ra->slots[ra->nslots++].st = &ra->lanes[i]->bufs[j];
+	/* A window that cannot hold the next request and one chunk more
+	 * would only make the caller wait. */
+	if ((size_t)ra->nslots * chunk < io->len + chunk) {
+		close_window(ra, false);
+		return;
+	}
+	ra->size = st.st_size;
+	ra->serve_off = ra->fill_end = from;
+	atomic_store(&ra->head, 0);
+	int queued = 0;
+	for (int i = 0; i < ra->nslots; i++)
+		queued += queue_slot(ra, &ra->slots[i]);
+	ra->last_ns = ocf_now_ns();
+	/* Without helper threads the caller would fill every buffer itself:
+	 * no window. */
+	if (!engine_task_post(&ra->job, queued)) {
+		close_window(ra, false);
+		return;
+	}
+	ticker_start(&ticker);
+	log_debug("read-ahead: window of %d x %zu KiB from %lld on descriptor %d", ra->nslots, chunk / 1024,
+		  (long long)from, ra->h->fd);
+}
+
+/* Copies [io->off, +len) from the window to the device (ra->busy set, lock
+ * not held; head: the slot holding io->off): io->len, ENGINE_NOT_SERVED (any
+ * copies queued before the miss waited for), or an error of a copy. */
+static ssize_t serve(struct ocf_ra *ra, const struct ocf_io *io, int head)
+{
+	uint64_t now = file_changes();
+	struct ocf_lane *lane = ra->lanes[0];
+	CUstream stream = lane->stream;
+	size_t at = 0;
+	bool queued = false;
+	ssize_t ret = (ssize_t)io->len;
+	for (int k = 0; at < io->len; k++) {
+		if (k >= ra->nslots) {
+			ret = ENGINE_NOT_SERVED;
+			break;
+		}
+		struct ra_slot *s = &ra->slots[(head + k) % ra->nslots];
+		off_t pos = io->off + (off_t)at;
+		if (!wait_slot(ra, s) || s->got < 0 || s->gen != now || pos < s->off ||
+		    pos - s->off >= (off_t)s->got) {
+			ret = ENGINE_NOT_SERVED;
+			break;
+		}
+		size_t in = (size_t)(pos - s->off);
+		size_t n = OCF_MIN(io->len - at, (size_t)s->got - in);
+		CUresult r = ocf_cu.MemcpyHtoDAsync(io->t.dev + at, slot_data(ra, s) + in, n, stream);
+		if (r != CUDA_SUCCESS) {
+			log_error("host to device copy failed: %s", cuda_error_name(r));
+			ret = OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+			break;
+		}
+		queued = true;
+		at += n;
+	}
+	if (!queued)
+		return ret;
+	/* Also after a miss: the copies queued write the caller's memory
+	 * and must be done before the engine's copies of the same bytes. */
+	CUevent ev = gpu_lane_event(lane, 0, io->len);
+	CUresult r = ocf_cu.EventRecord(ev, stream);
+	if (r == CUDA_SUCCESS)
+		r = gpu_event_wait(ev, io->len);
+	if (r != CUDA_SUCCESS && ocf_cu.StreamSynchronize(stream) != CUDA_SUCCESS)
+		ra->lane_bad = true;
+	if (r != CUDA_SUCCESS) {
+		log_error("host to device copy failed: %s", cuda_error_name(r));
+		ra->lane_bad = true;
+		return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
+	}
+	return ret;
+}
+
+static struct ocf_ra *ra_create(struct ocf_handle *h);
+static void ra_destroy(struct ocf_ra *ra);
+
+/* The handle's state, made at its first device read. */
+static struct ocf_ra *ra_of(struct ocf_handle *h)
+{
+	struct ocf_ra *ra = __atomic_load_n(&h->ra, __ATOMIC_ACQUIRE);
+	if (ra || !h->ra_ok)
+		return ra;
+	struct ocf_ra *mine = ra_create(h);
+	if (!mine)
+		return NULL;
+	h->ra_free = ra_destroy; /* the same value from every thread */
+	if (__atomic_compare_exchange_n(&h->ra, &ra, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return mine;
+	ra_destroy(mine);
+	return ra;
+}
+
+/* The engine's read hook (engine.h). */
+static ssize_t ra_read(const struct ocf_io *io, int others)
+{
+	if (io->len < RA_MIN_REQUEST || io->len > RA_MAX_REQUEST)
+		return ENGINE_NOT_SERVED;
+	struct ocf_ra *ra = ra_of(io->h);
+	if (!ra)
+		return ENGINE_NOT_SERVED;
+	/* Many callers: no window can open, and their reads take no lock
+	 * here (a stale answer only misses a window or takes the lock). */
+	if (others > 0 && !__atomic_load_n(&ra->active, __ATOMIC_RELAXED))
+		return ENGINE_NOT_SERVED;
+	pthread_mutex_lock(&ra->lock);
+	bool seq = io->off == ra->next_off;
+	ra->streak = seq ? ra->streak + 1 : 0;
+	ra->next_off = io->off + (off_t)io->len;
+	if (ra->busy) {
+		pthread_mutex_unlock(&ra->lock); /* another thread's read is served */
+		return ENGINE_NOT_SERVED;
+	}
+	if (ra->active && (others > 0 || io->off != ra->serve_off || io->off + (off_t)io->len > ra->size ||
+			   &io->t.gpu->pool != ra->pool ||
+			   (size_t)ra->nslots * pool_chunk(ra->pool) < io->len + pool_chunk(ra->pool)))
+		close_window(ra, false);
+	if (!ra->active) {
+		if (seq && ra->streak >= 1 && others == 0 && io->len >= RA_MIN_REQUEST &&
+		    io->len <= RA_MAX_REQUEST)
+			open_window(ra, io, io->off + (off_t)io->len);
+		pthread_mutex_unlock(&ra->lock);
+		return ENGINE_NOT_SERVED;
+	}
+	ra->busy = true;
+	int head = atomic_load_explicit(&ra->head, memory_order_relaxed);
+	pthread_mutex_unlock(&ra->lock);
+
+	ssize_t r = serve(ra, io, head);
+
+	pthread_mutex_lock(&ra->lock);
+	ra->busy = false;
+	ra->last_ns = ocf_now_ns();
+	if (r == (ssize_t)io->len) {
+		atomic_fetch_add_explicit(&served, 1, memory_order_relaxed);
+		prof_bytes(io->len);
+		ra->serve_off += (off_t)io->len;
+		int queued = 0;
+		for (int k = 0; k < ra->nslots; k++) {
+			struct ra_slot *s = &ra->slots[head];
+			if (atomic_load(&s->state) != S_READY || s->off + (off_t)s->len > ra->serve_off)
+				break;
+			queued += queue_slot(ra, s);
+			head = (head + 1) % ra->nslots;
+		}
+		atomic_store_explicit(&ra->head, head, memory_order_relaxed);
+		if (queued)
+			engine_task_post(&ra->job, queued);
+	} else {
+		close_window(ra, false);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return r;
+}
+
+/* ------------------------------------------------ idle windows, teardown */
+
+/* Closes the open windows that satisfy `pick` and are not in use. */
+static void close_where(bool (*pick)(struct ocf_ra *ra, const void *arg), const void *arg)
+{
+	pthread_mutex_lock(&act_lock);
+	for (struct ocf_ra *ra = act_list, *next; ra; ra = next) {
+		next = ra->act_next;
+		if (pthread_mutex_trylock(&ra->lock) != 0)
+			continue;
+		if (ra->active && !ra->busy && pick(ra, arg))
+			close_window(ra, true);
+		pthread_mutex_unlock(&ra->lock);
+	}
+	pthread_mutex_unlock(&act_lock);
+}
+
+static bool idle(struct ocf_ra *ra, const void *arg)
+{
+	return *(const uint64_t *)arg - ra->last_ns > RA_IDLE_NS;
+}
+
+static void ra_tick(void)
+{
+	uint64_t now = ocf_now_ns();
+	close_where(idle, &now);
+}
+
+static bool of_pool(struct ocf_ra *ra, const void *arg)
+{
+	return ra->pool == arg;
+}
+
+/* A thread must wait for a lane of `pool`: windows not in use give theirs
+ * back (gpu.h, pool_set_reclaim). */
+static void ra_reclaim(struct ocf_pool *pool)
+{
+	close_where(of_pool, pool);
+}
+
+void ra_start(void)
+{
+	const char *e = ocf_getenv("OPENCUFILE_READAHEAD");
+	bool on = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
+	engine_set_read_hook(on ? ra_read : NULL);
+	pool_set_reclaim(on ? ra_reclaim : NULL);
+}
+
+void ra_stop(void)
+{
+	engine_set_read_hook(NULL);
+	pool_set_reclaim(NULL);
+	ticker_stop(&ticker);
+}
+
+static struct ocf_ra *ra_create(struct ocf_handle *h)
+{
+	struct ocf_ra *ra = calloc(1, sizeof(*ra));
+	if (!ra)
+		return NULL;
+	ra->h = h;
+	ra->next_off = -1;
+	ra->wd = -1;
+	pthread_mutex_init(&ra->lock, NULL);
+	pthread_mutex_init(&ra->job.lock, NULL);
+	pthread_cond_init(&ra->job.cv, NULL);
+	ra->job.task = fill_task;
+	return ra;
+}
+
+static void ra_destroy(struct ocf_ra *ra)
+{
+	pthread_mutex_lock(&ra->lock);
+	close_window(ra, false);
+	pthread_mutex_unlock(&ra->lock);
+	pthread_mutex_destroy(&ra->job.lock);
+	pthread_cond_destroy(&ra->job.cv);
+	pthread_mutex_destroy(&ra->lock);
+	free(ra);
+}
