@@ -5,12 +5,14 @@
  * them.
  *
  * DESIGN (docs/architecture.md, "Read-ahead for one sequential reader")
- * A caller alone in the engine that reads a file in order, a request of a
- * few MiB at a time, cannot go faster than one thread copies the page cache
- * (about 9 GB/s on the H200 machine): helpers woken for each call join too
- * late to share a request of that size.  Here they work before the call.
- * When a handle's second read in a row starts where the one before ended,
- * and no other caller is busy, the handle opens a *window*: staging buffers
+ * A caller that reads a file in order, a request of a few MiB at a time,
+ * cannot go faster than one thread copies the page cache (about 9 GB/s on
+ * the H200 machine): helpers woken for each call join too late to share a
+ * request of that size.  Here they work before the call.  A handle follows
+ * up to RA_STREAMS streams of reads (threads reading their own regions of
+ * one handle in order).  When a stream's second read in a row starts where
+ * the one before ended, and fewer than RA_CALLERS_MAX callers are busy, the
+ * handle opens a *window* for it: staging buffers
  * of lanes taken from the GPU's pool without waiting (pool_try_get), each
  * queued for the next chunk of the file after the request, and an engine
  * task (engine_task_post) whose helpers fill them, as many at once as
@@ -37,11 +39,11 @@
  * inotify, the watch limit), no window opens.
  *
  * A window is closed - its fills waited for, its lanes given back - when a
- * read does not start at the window's start, another caller is busy, the
- * file changed, a fill failed or came back short, the handle goes, no read
- * came for a second (the ticker), or a thread waits for a lane of the pool
- * (ra_reclaim).  One window is open at a time (RA_ACTIVE_MAX): a caller
- * alone that opens one closes another handle's.
+ * read at its start finds RA_CALLERS_MAX callers busy or cannot be served,
+ * the file changed, a fill failed or came back short, the handle goes, no
+ * read came for a second (the ticker), or a thread waits for a lane of the
+ * pool (ra_reclaim); one no read came for in RA_STALE_NS gives way to a new
+ * one.  At most RA_ACTIVE_MAX windows are open, process-wide.
  */
 #define _GNU_SOURCE
 #include "readahead.h"
@@ -75,8 +77,17 @@
 
 #define RA_LANES_MAX 6
 #define RA_SLOTS_MAX (RA_LANES_MAX * OCF_LANE_DEPTH)
-/* Windows open at once, process-wide. */
-#define RA_ACTIVE_MAX 1
+/* Lanes of a window opened while other callers are busy. */
+#define RA_LANES_SHARED 2
+/* Streams (and windows) followed per handle, and windows open at once,
+ * process-wide. */
+#define RA_STREAMS 4
+#define RA_ACTIVE_MAX 4
+/* Windows open and stay open only while fewer callers than this are busy:
+ * with more, their own reads keep the CPUs and the bus busy. */
+#define RA_CALLERS_MAX 4
+/* A window no read came for in this long may be closed for a new one. */
+#define RA_STALE_NS 50000000ull
 /* Requests of this size or more, and at most RA_MAX_REQUEST. */
 #define RA_MIN_REQUEST (128u * 1024)
 #define RA_MAX_REQUEST (16u << 20)
@@ -101,12 +112,12 @@ struct ra_slot {
 	_Atomic int state;
 };
 
-struct ocf_ra {
+/* One window: a stream of reads in order, its lanes and buffers.  Its
+ * owner's lock protects everything but the atomics and the job. */
+struct ra_win {
 	struct ocf_handle *h;
-	pthread_mutex_t lock; /* everything below but the atomics and the job */
-	off_t next_off;	      /* where the handle's last read ended */
-	int streak;	      /* reads in a row that began where the one before ended */
-	bool active;	      /* a window is open: lanes held */
+	struct ocf_ra *owner; /* the handle's state */
+	bool active;	      /* open: lanes held */
 	bool busy;	      /* a read is being served from it (lock not held) */
 	bool lane_bad;	      /* a copy failed: the lanes are discarded */
 	struct ocf_pool *pool;
@@ -123,7 +134,21 @@ struct ocf_ra {
 	struct ocf_job job;	 /* the fills: an engine task */
 	_Atomic uint32_t filled; /* futex word: bumped at the end of each fill */
 	_Atomic uint32_t sleepers;
-	struct ocf_ra *act_next; /* on the list of open windows (act_lock) */
+	struct ra_win *act_next; /* on the list of open windows (act_lock) */
+};
+
+/* A handle's read-ahead: where its recent reads ended (a stream each), and
+ * its windows. */
+struct ocf_ra {
+	struct ocf_handle *h;
+	pthread_mutex_t lock; /* everything here and in the windows but atomics */
+	struct {
+		off_t next_off; /* where the stream's last read ended (-1: none) */
+		int streak;	/* reads in a row that began where the one before ended */
+		uint64_t used;	/* when it last matched a read (for replacement) */
+	} det[RA_STREAMS];
+	struct ra_win win[RA_STREAMS];
+	_Atomic int nactive; /* windows open (read without the lock as a hint) */
 };
 
 static atomic_ulong served;
@@ -249,7 +274,7 @@ static void futex_wake_all(_Atomic uint32_t *w)
 	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-static char *slot_data(const struct ocf_ra *ra, const struct ra_slot *s)
+static char *slot_data(const struct ra_win *ra, const struct ra_slot *s)
 {
 	return s->st->buf + fio_stage_skew(ra->h, s->off);
 }
@@ -261,7 +286,7 @@ static bool claim_slot(struct ra_slot *s)
 }
 
 /* Fills a claimed slot. */
-static void fill_slot(struct ocf_ra *ra, struct ra_slot *s)
+static void fill_slot(struct ra_win *ra, struct ra_slot *s)
 {
 	s->gen = file_changes();
 	ssize_t got = fio_read_staged(ra->h, s->st, s->off, s->len);
@@ -277,7 +302,7 @@ static void fill_slot(struct ocf_ra *ra, struct ra_slot *s)
 /* The engine task: fill queued slots, nearest first, until none is left. */
 static void fill_task(struct ocf_job *job)
 {
-	struct ocf_ra *ra = (struct ocf_ra *)((char *)job - offsetof(struct ocf_ra, job));
+	struct ra_win *ra = (struct ra_win *)((char *)job - offsetof(struct ra_win, job));
 	for (bool any = true; any;) {
 		any = false;
 		int n = ra->nslots, head = atomic_load_explicit(&ra->head, memory_order_relaxed);
@@ -294,7 +319,7 @@ static void fill_task(struct ocf_job *job)
 
 /* Waits until slot s is filled, filling it here if no helper has begun.
  * False when the slot holds nothing (the window ended there). */
-static bool wait_slot(struct ocf_ra *ra, struct ra_slot *s)
+static bool wait_slot(struct ra_win *ra, struct ra_slot *s)
 {
 	uint64_t t0 = 0;
 	for (;;) {
@@ -324,7 +349,7 @@ static bool wait_slot(struct ocf_ra *ra, struct ra_slot *s)
 
 /* Queues slot s for the next chunk after the window's end; false at end
  * of file (the slot stays empty). */
-static bool queue_slot(struct ocf_ra *ra, struct ra_slot *s)
+static bool queue_slot(struct ra_win *ra, struct ra_slot *s)
 {
 	if (ra->fill_end >= ra->size) {
 		atomic_store(&s->state, S_EMPTY);
@@ -344,17 +369,18 @@ static bool queue_slot(struct ocf_ra *ra, struct ra_slot *s)
  * act_lock; the ticker and ra_reclaim, which hold act_lock first, only try
  * a window's lock. */
 static pthread_mutex_t act_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ocf_ra *act_list;
+static struct ra_win *act_list;
 static int act_count;
 
 static void ra_tick(void);
 static struct ocf_ticker ticker = OCF_TICKER_INIT(ra_tick);
 
-/* Closes ra's window (ra->lock held, no read being served from it). */
-static void close_window(struct ocf_ra *ra, bool act_held)
+/* Closes window ra (its owner's lock held, no read being served from it). */
+static void close_window(struct ra_win *ra, bool act_held)
 {
 	if (!ra->active)
 		return;
+	atomic_fetch_sub(&ra->owner->nactive, 1);
 	engine_task_quiesce(&ra->job); /* no fill runs after this */
 	for (int i = 0; i < ra->nlanes; i++) {
 		if (ra->lane_bad)
@@ -370,7 +396,7 @@ static void close_window(struct ocf_ra *ra, bool act_held)
 	ra->wd = -1;
 	if (!act_held)
 		pthread_mutex_lock(&act_lock);
-	for (struct ocf_ra **pp = &act_list; *pp; pp = &(*pp)->act_next) {
+	for (struct ra_win **pp = &act_list; *pp; pp = &(*pp)->act_next) {
 		if (*pp == ra) {
 			*pp = ra->act_next;
 			act_count--;
@@ -382,23 +408,32 @@ static void close_window(struct ocf_ra *ra, bool act_held)
 	__atomic_store_n(&ra->active, false, __ATOMIC_RELAXED);
 }
 
-static void close_where(bool (*pick)(struct ocf_ra *ra, const void *arg), const void *arg);
-static bool other_handle(struct ocf_ra *ra, const void *arg)
+static void close_where(bool (*pick)(struct ra_win *ra, const void *arg), const void *arg);
+
+static bool stale(struct ra_win *ra, const void *arg)
 {
-	return ra != arg;
+	return *(const uint64_t *)arg - ra->last_ns > RA_STALE_NS;
 }
 
-/* Opens a window after a read of len bytes that ends at `from`, when lanes
- * and a watch can be had (ra->lock held). */
-static void open_window(struct ocf_ra *ra, const struct ocf_io *io, off_t from)
+/* Opens window ra (closed) after a read of len bytes that ends at `from`,
+ * when lanes and a watch can be had (the owner's lock held); `others`:
+ * the callers busy besides this one. */
+static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, int others)
 {
 	struct ocf_pool *pool = &io->t.gpu->pool;
 	size_t chunk = pool_chunk(pool);
 	struct stat st;
 	if (!chunk || fstat(ra->h->fd, &st) != 0 || !S_ISREG(st.st_mode) || from >= st.st_size)
 		return;
-	/* The caller is alone: another handle's window is not in use. */
-	close_where(other_handle, ra);
+	/* Room: other handles' windows no read came for lately give way
+	 * (this handle's are closed by ra_read, which holds their lock). */
+	pthread_mutex_lock(&act_lock);
+	bool full = act_count >= RA_ACTIVE_MAX;
+	pthread_mutex_unlock(&act_lock);
+	if (full) {
+		uint64_t now = ocf_now_ns();
+		close_where(stale, &now);
+	}
 	pthread_mutex_lock(&act_lock);
 	bool room = act_count < RA_ACTIVE_MAX;
 	if (room) {
@@ -410,6 +445,7 @@ static void open_window(struct ocf_ra *ra, const struct ocf_io *io, off_t from)
 	if (!room)
 		return;
 	__atomic_store_n(&ra->active, true, __ATOMIC_RELAXED); /* close_window undoes the reservation */
+	atomic_fetch_add(&ra->owner->nactive, 1);
 	ra->nlanes = ra->nslots = 0;
 	ra->wd = watch_file(ra->h->fd);
 	if (ra->wd < 0) {
@@ -419,6 +455,8 @@ static void open_window(struct ocf_ra *ra, const struct ocf_io *io, off_t from)
 	size_t want = OCF_MAX((size_t)RA_WINDOW_MIN, 4 * io->len);
 	int slots = (int)OCF_MIN((want + chunk - 1) / chunk, (size_t)RA_SLOTS_MAX);
 	int lanes = (slots + OCF_LANE_DEPTH - 1) / OCF_LANE_DEPTH;
+	if (others > 0) /* the other callers' requests need lanes too */
+		lanes = OCF_MIN(lanes, RA_LANES_SHARED);
 	ra->pool = pool;
 	while (ra->nlanes < lanes && pool_try_get(pool, &ra->lanes[ra->nlanes]) == 0)
 		ra->nlanes++;
@@ -453,7 +491,7 @@ static void open_window(struct ocf_ra *ra, const struct ocf_io *io, off_t from)
 /* Copies [io->off, +len) from the window to the device (ra->busy set, lock
  * not held; head: the slot holding io->off): io->len, ENGINE_NOT_SERVED (any
  * copies queued before the miss waited for), or an error of a copy. */
-static ssize_t serve(struct ocf_ra *ra, const struct ocf_io *io, int head)
+static ssize_t serve(struct ra_win *ra, const struct ocf_io *io, int head)
 {
 	uint64_t now = file_changes();
 	struct ocf_lane *lane = ra->lanes[0];
@@ -521,44 +559,83 @@ static struct ocf_ra *ra_of(struct ocf_handle *h)
 	return ra;
 }
 
+/* The detector of the stream a read at `off` continues, or the least
+ * recently used one (reset) when it continues none; *seq: it continues one. */
+static int stream_of(struct ocf_ra *ra, off_t off, uint64_t now, bool *seq)
+{
+	int lru = 0;
+	for (int i = 0; i < RA_STREAMS; i++) {
+		if (ra->det[i].next_off == off) {
+			*seq = true;
+			ra->det[i].streak++;
+			ra->det[i].used = now;
+			return i;
+		}
+		if (ra->det[i].used < ra->det[lru].used)
+			lru = i;
+	}
+	*seq = false;
+	ra->det[lru].streak = 0;
+	ra->det[lru].used = now;
+	return lru;
+}
+
 /* The engine's read hook (engine.h). */
 static ssize_t ra_read(const struct ocf_io *io, int others)
 {
 	if (io->len < RA_MIN_REQUEST || io->len > RA_MAX_REQUEST)
 		return ENGINE_NOT_SERVED;
-	struct ocf_ra *ra = ra_of(io->h);
-	if (!ra)
+	struct ocf_ra *owner = ra_of(io->h);
+	if (!owner)
 		return ENGINE_NOT_SERVED;
 	/* Many callers: no window can open, and their reads take no lock
 	 * here (a stale answer only misses a window or takes the lock). */
-	if (others > 0 && !__atomic_load_n(&ra->active, __ATOMIC_RELAXED))
+	if (others >= RA_CALLERS_MAX && !atomic_load_explicit(&owner->nactive, memory_order_relaxed))
 		return ENGINE_NOT_SERVED;
-	pthread_mutex_lock(&ra->lock);
-	bool seq = io->off == ra->next_off;
-	ra->streak = seq ? ra->streak + 1 : 0;
-	ra->next_off = io->off + (off_t)io->len;
-	if (ra->busy) {
-		pthread_mutex_unlock(&ra->lock); /* another thread's read is served */
-		return ENGINE_NOT_SERVED;
+	uint64_t now = ocf_now_ns();
+	off_t end = io->off + (off_t)io->len;
+	pthread_mutex_lock(&owner->lock);
+	struct ra_win *ra = NULL;
+	for (int i = 0; i < RA_STREAMS && !ra; i++)
+		if (owner->win[i].active && owner->win[i].serve_off == io->off)
+			ra = &owner->win[i];
+	if (ra && (ra->busy || others >= RA_CALLERS_MAX || end > ra->size || &io->t.gpu->pool != ra->pool ||
+		   (size_t)ra->nslots * pool_chunk(ra->pool) < io->len + pool_chunk(ra->pool))) {
+		if (!ra->busy)
+			close_window(ra, false);
+		ra = NULL;
 	}
-	if (ra->active && (others > 0 || io->off != ra->serve_off || io->off + (off_t)io->len > ra->size ||
-			   &io->t.gpu->pool != ra->pool ||
-			   (size_t)ra->nslots * pool_chunk(ra->pool) < io->len + pool_chunk(ra->pool)))
-		close_window(ra, false);
-	if (!ra->active) {
-		if (seq && ra->streak >= 1 && others == 0 && io->len >= RA_MIN_REQUEST &&
-		    io->len <= RA_MAX_REQUEST)
-			open_window(ra, io, io->off + (off_t)io->len);
-		pthread_mutex_unlock(&ra->lock);
+	if (!ra) {
+		bool seq;
+		int d = stream_of(owner, io->off, now, &seq);
+		owner->det[d].next_off = end;
+		if (seq && owner->det[d].streak >= 1 && others < RA_CALLERS_MAX) {
+			/* A closed window of this handle, or its stalest one. */
+			struct ra_win *w = NULL;
+			for (int i = 0; i < RA_STREAMS; i++) {
+				struct ra_win *c = &owner->win[i];
+				if (c->busy || (c->active && now - c->last_ns <= RA_STALE_NS))
+					continue;
+				if (!w || !c->active || (w->active && c->last_ns < w->last_ns))
+					w = c;
+			}
+			if (w) {
+				close_window(w, false);
+				open_window(w, io, end, others);
+				if (w->active)
+					owner->det[d].next_off = -1; /* the window follows it now */
+			}
+		}
+		pthread_mutex_unlock(&owner->lock);
 		return ENGINE_NOT_SERVED;
 	}
 	ra->busy = true;
 	int head = atomic_load_explicit(&ra->head, memory_order_relaxed);
-	pthread_mutex_unlock(&ra->lock);
+	pthread_mutex_unlock(&owner->lock);
 
 	ssize_t r = serve(ra, io, head);
 
-	pthread_mutex_lock(&ra->lock);
+	pthread_mutex_lock(&owner->lock);
 	ra->busy = false;
 	ra->last_ns = ocf_now_ns();
 	if (r == (ssize_t)io->len) {
@@ -579,28 +656,28 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 	} else {
 		close_window(ra, false);
 	}
-	pthread_mutex_unlock(&ra->lock);
+	pthread_mutex_unlock(&owner->lock);
 	return r;
 }
 
 /* ------------------------------------------------ idle windows, teardown */
 
 /* Closes the open windows that satisfy `pick` and are not in use. */
-static void close_where(bool (*pick)(struct ocf_ra *ra, const void *arg), const void *arg)
+static void close_where(bool (*pick)(struct ra_win *ra, const void *arg), const void *arg)
 {
 	pthread_mutex_lock(&act_lock);
-	for (struct ocf_ra *ra = act_list, *next; ra; ra = next) {
+	for (struct ra_win *ra = act_list, *next; ra; ra = next) {
 		next = ra->act_next;
-		if (pthread_mutex_trylock(&ra->lock) != 0)
+		if (pthread_mutex_trylock(&ra->owner->lock) != 0)
 			continue;
 		if (ra->active && !ra->busy && pick(ra, arg))
 			close_window(ra, true);
-		pthread_mutex_unlock(&ra->lock);
+		pthread_mutex_unlock(&ra->owner->lock);
 	}
 	pthread_mutex_unlock(&act_lock);
 }
 
-static bool idle(struct ocf_ra *ra, const void *arg)
+static bool idle(struct ra_win *ra, const void *arg)
 {
 	return *(const uint64_t *)arg - ra->last_ns > RA_IDLE_NS;
 }
@@ -611,7 +688,7 @@ static void ra_tick(void)
 	close_where(idle, &now);
 }
 
-static bool of_pool(struct ocf_ra *ra, const void *arg)
+static bool of_pool(struct ra_win *ra, const void *arg)
 {
 	return ra->pool == arg;
 }
@@ -644,22 +721,30 @@ static struct ocf_ra *ra_create(struct ocf_handle *h)
 	if (!ra)
 		return NULL;
 	ra->h = h;
-	ra->next_off = -1;
-	ra->wd = -1;
 	pthread_mutex_init(&ra->lock, NULL);
-	pthread_mutex_init(&ra->job.lock, NULL);
-	pthread_cond_init(&ra->job.cv, NULL);
-	ra->job.task = fill_task;
+	for (int i = 0; i < RA_STREAMS; i++) {
+		ra->det[i].next_off = -1;
+		struct ra_win *w = &ra->win[i];
+		w->h = h;
+		w->owner = ra;
+		w->wd = -1;
+		pthread_mutex_init(&w->job.lock, NULL);
+		pthread_cond_init(&w->job.cv, NULL);
+		w->job.task = fill_task;
+	}
 	return ra;
 }
 
 static void ra_destroy(struct ocf_ra *ra)
 {
 	pthread_mutex_lock(&ra->lock);
-	close_window(ra, false);
+	for (int i = 0; i < RA_STREAMS; i++)
+		close_window(&ra->win[i], false);
 	pthread_mutex_unlock(&ra->lock);
-	pthread_mutex_destroy(&ra->job.lock);
-	pthread_cond_destroy(&ra->job.cv);
+	for (int i = 0; i < RA_STREAMS; i++) {
+		pthread_mutex_destroy(&ra->win[i].job.lock);
+		pthread_cond_destroy(&ra->win[i].job.cv);
+	}
 	pthread_mutex_destroy(&ra->lock);
 	free(ra);
 }

@@ -14,6 +14,8 @@
  *   - reads at shuffled offsets never open a window;
  *   - two threads reading the file in order through two handles while a
  *     third reads at random offsets through a third: every byte right;
+ *   - four threads reading their own quarters in order through one handle:
+ *     a window for each, every byte right;
  *   - a handle deregistered while its window's fills are in flight;
  *   - argv[1] "off" (OPENCUFILE_READAHEAD=off): no read is served from a
  *     window.
@@ -98,6 +100,7 @@ struct thread_arg {
 	struct reader r;
 	bool random;
 	uint32_t seed;
+	int quarter; /* 1-4: read that quarter of the file in 256 KiB calls */
 };
 
 static void *reader_thread(void *p)
@@ -105,6 +108,11 @@ static void *reader_thread(void *p)
 	struct thread_arg *a = p;
 	in_thread = true;
 	t_cuda_bind_thread();
+	if (a->quarter) {
+		off_t q = (off_t)(FLEN / 4) / (off_t)T_MIB * (off_t)T_MIB;
+		sequential(&a->r, q * (a->quarter - 1), q * a->quarter, 256 * T_KIB, "quarter, in order");
+		return NULL;
+	}
 	if (!a->random) {
 		sequential(&a->r, 0, FLEN, T_MIB, "thread, in order");
 		return NULL;
@@ -122,6 +130,9 @@ int main(int argc, char **argv)
 	bool off_mode = argc > 1 && strcmp(argv[1], "off") == 0;
 	if (off_mode)
 		setenv("OPENCUFILE_READAHEAD", "off", 1);
+	/* Eight helpers and nine lanes whatever the CPU count, so that four
+	 * callers and their windows find lanes. */
+	setenv("OPENCUFILE_IO_THREADS", "8", 0);
 	t_cuda_require();
 	served_fn = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "ocf_fault_ra_served");
 	if (!served_fn)
@@ -207,6 +218,28 @@ int main(int argc, char **argv)
 			reader_free(&a[i].r);
 			close(fds[i]);
 		}
+	}
+
+	/* Four threads through ONE handle, each reading its own quarter of
+	 * the file in order (gdsio's shape): a window for each stream. */
+	{
+		int fd4 = t_open(path, O_RDONLY);
+		CUfileHandle_t fh4 = t_register_fd(fd4);
+		struct thread_arg a[4];
+		pthread_t th[4];
+		unsigned long before = served();
+		for (int i = 0; i < 4; i++) {
+			a[i] = (struct thread_arg){.r = reader_new(fh4, fd4), .quarter = i + 1};
+			T_EQ(pthread_create(&th[i], NULL, reader_thread, &a[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			T_EQ(pthread_join(th[i], NULL), 0);
+			reader_free(&a[i].r);
+		}
+		if (served_fn)
+			T_GT(served() - before, 40);
+		cuFileHandleDeregister(fh4);
+		close(fd4);
 	}
 
 	/* Deregistered while its window fills. */
