@@ -299,6 +299,18 @@ static void engine_shutdown(void)
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(workers[i], NULL);
 	pthread_mutex_lock(&q_lock);
+	/* Tasks still queued (their owners quiesce them when they go) must
+	 * not reach the workers of the next open. */
+	for (struct ocf_job **pp = &queue; *pp;) {
+		if ((*pp)->task) {
+			(*pp)->in_queue = false;
+			(*pp)->helpers_wanted = 0;
+			*pp = (*pp)->qnext;
+		} else {
+			pp = &(*pp)->qnext;
+		}
+	}
+	queue_changed();
 	free(workers);
 	workers = NULL;
 	nworkers = 0;

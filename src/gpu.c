@@ -102,6 +102,16 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 
 size_t pool_chunk(const struct ocf_pool *p) { return p->chunk; }
 
+bool pool_has_waiters(const struct ocf_pool *p) { return __atomic_load_n(&p->waiters, __ATOMIC_RELAXED) > 0; }
+
+int pool_lanes(struct ocf_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	int n = p->created;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 /* The NUMA node a GPU hangs off, from sysfs, where the machine has more
  * than one node; -1 otherwise (or when sysfs does not say).
  * OPENCUFILE_NUMA_NODE forces a node (tests and experiments). */
@@ -517,7 +527,11 @@ static int take_lane(struct ocf_pool *p, struct ocf_lane **out, bool wait)
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
+		/* Counted while it waits: holders of idle lanes (read-ahead
+		 * windows) see it at their next use and give theirs back. */
+		__atomic_add_fetch(&p->waiters, 1, __ATOMIC_RELAXED);
 		pthread_cond_wait(&p->cv, &p->lock);
+		__atomic_sub_fetch(&p->waiters, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (waiting)

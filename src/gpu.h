@@ -63,6 +63,7 @@ struct ocf_pool {
 	int max;
 	size_t chunk;
 	struct ocf_gpu *gpu; /* NULL: host pool (plain aligned memory) */
+	int waiters; /* threads waiting for a lane (atomic: read without the lock) */
 };
 
 struct ocf_gpu {
@@ -115,6 +116,10 @@ int pool_try_get(struct ocf_pool *pool, struct ocf_lane **out);
 /* Called (outside the pool's lock) when a thread is about to wait for a
  * lane of `pool`: holders of idle lanes give them back (readahead.c). */
 void pool_set_reclaim(void (*fn)(struct ocf_pool *pool));
+/* Whether a thread waits for a lane of the pool now (a hint). */
+bool pool_has_waiters(const struct ocf_pool *pool);
+/* Lanes the pool has made (a hint: lanes discarded after failures go). */
+int pool_lanes(struct ocf_pool *pool);
 void pool_put(struct ocf_lane *lane);
 /* Destroys a lane whose stream may still hold work (a failed copy). */
 void pool_discard(struct ocf_lane *lane);

@@ -24,19 +24,19 @@
  * the read used up are queued again for the chunks after the window's end.
  *
  * Bytes read ahead are a copy of the file at the time of the fill; a write
- * after that must not be hidden.  Every write to a file through a system
- * call (write, pwrite, io_uring, AIO, splice, copy_file_range, truncate,
- * fallocate) makes the kernel queue an IN_MODIFY event, synchronously, for
- * an inotify watch on the file, before the writer's call returns.  The
- * window's file is watched; each event counts one change; a fill records
- * the count before it reads, and a read is served only from buffers whose
- * count is the count now (read, with the events, at the start of the
- * serve).  A write that ended before the read began is therefore always
- * seen; a write racing the read may or may not be, as with any read.
- * Stores through another process's writable shared mapping of the file
- * raise no event: such a file should be read with OPENCUFILE_READAHEAD=off
- * (docs/configuration.md).  Where the watch cannot be made (no /proc, no
- * inotify, the watch limit), no window opens.
+ * after that must not be hidden.  Two signals, recorded by a fill before it
+ * reads and compared by a read when it starts: (1) an inotify watch on the
+ * window's file, whose IN_MODIFY event the kernel queues in the writer's
+ * own call, after the bytes are in place (write, pwrite, io_uring,
+ * splice, copy_file_range, truncate, fallocate; each event counts one
+ * change); (2) fstat's size and times, which every write updates when it
+ * begins, Linux AIO included (which queues no event).  A write that ended
+ * before the read began is therefore seen, except an AIO write in flight
+ * when the fill began whose bytes landed after the fill read them; stores
+ * through a writable shared mapping raise no event either.  Such a file
+ * should be read with OPENCUFILE_READAHEAD=off (docs/configuration.md).
+ * Where the watch cannot be made (no /proc, no inotify, the watch limit),
+ * no window opens.
  *
  * A window is closed - its fills waited for, its lanes given back - when a
  * read at its start finds RA_CALLERS_MAX callers busy or cannot be served,
@@ -100,6 +100,36 @@
 
 enum { S_EMPTY, S_QUEUED, S_FILLING, S_READY };
 
+/* What fstat says of the file: a write changes its times (or its size)
+ * when it begins, through any path - also Linux AIO, which queues no
+ * inotify event. */
+struct stamp {
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+static bool stamp_of(int fd, struct stamp *st)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) != 0)
+		return false;
+	*st = (struct stamp){.size = sb.st_size, .mtime = sb.st_mtim, .ctime = sb.st_ctim};
+	return true;
+}
+
+static bool stamp_same(const struct stamp *a, const struct stamp *b)
+{
+	return a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec && a->ctime.tv_sec == b->ctime.tv_sec &&
+	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* now - t > ns, for times read on different threads (t may be later). */
+static bool older_than(uint64_t now, uint64_t t, uint64_t ns)
+{
+	return (int64_t)(now - t) > (int64_t)ns;
+}
+
 struct ra_slot {
 	struct ocf_slot *st; /* a held lane's staging buffer */
 	/* Set by the window's owner before the slot is queued (release);
@@ -107,8 +137,9 @@ struct ra_slot {
 	off_t off;
 	size_t len;
 	/* Set by the filler before the slot is marked ready. */
-	ssize_t got;  /* bytes read, or -errno */
-	uint64_t gen; /* the file's change count before the fill read */
+	ssize_t got;	    /* bytes read, or -errno */
+	uint64_t gen;	    /* the file's change count before the fill read */
+	struct stamp stamp; /* the file's size and times before the fill read */
 	_Atomic int state;
 };
 
@@ -289,7 +320,7 @@ static bool claim_slot(struct ra_slot *s)
 static void fill_slot(struct ra_win *ra, struct ra_slot *s)
 {
 	s->gen = file_changes();
-	ssize_t got = fio_read_staged(ra->h, s->st, s->off, s->len);
+	ssize_t got = stamp_of(ra->h->fd, &s->stamp) ? fio_read_staged(ra->h, s->st, s->off, s->len) : -errno;
 	if (got > 0)
 		fio_flush_before_copy(slot_data(ra, s), (size_t)got, INT_MAX);
 	s->got = got;
@@ -412,7 +443,7 @@ static void close_where(bool (*pick)(struct ra_win *ra, const void *arg), const 
 
 static bool stale(struct ra_win *ra, const void *arg)
 {
-	return *(const uint64_t *)arg - ra->last_ns > RA_STALE_NS;
+	return older_than(*(const uint64_t *)arg, ra->last_ns, RA_STALE_NS);
 }
 
 /* Opens window ra (closed) after a read of len bytes that ends at `from`,
@@ -457,6 +488,8 @@ static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, 
 	int lanes = (slots + OCF_LANE_DEPTH - 1) / OCF_LANE_DEPTH;
 	if (others > 0) /* the other callers' requests need lanes too */
 		lanes = OCF_MIN(lanes, RA_LANES_SHARED);
+	/* Never most of the pool: the callers that come need lanes at once. */
+	lanes = OCF_MIN(lanes, OCF_MAX(pool_lanes(pool) / 3, 1));
 	ra->pool = pool;
 	while (ra->nlanes < lanes && pool_try_get(pool, &ra->lanes[ra->nlanes]) == 0)
 		ra->nlanes++;
@@ -494,6 +527,9 @@ static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, 
 static ssize_t serve(struct ra_win *ra, const struct ocf_io *io, int head)
 {
 	uint64_t now = file_changes();
+	struct stamp st;
+	if (!stamp_of(ra->h->fd, &st))
+		return ENGINE_NOT_SERVED;
 	struct ocf_lane *lane = ra->lanes[0];
 	CUstream stream = lane->stream;
 	size_t at = 0;
@@ -506,8 +542,8 @@ static ssize_t serve(struct ra_win *ra, const struct ocf_io *io, int head)
 		}
 		struct ra_slot *s = &ra->slots[(head + k) % ra->nslots];
 		off_t pos = io->off + (off_t)at;
-		if (!wait_slot(ra, s) || s->got < 0 || s->gen != now || pos < s->off ||
-		    pos - s->off >= (off_t)s->got) {
+		if (!wait_slot(ra, s) || s->got < 0 || s->gen != now || !stamp_same(&s->stamp, &st) ||
+		    pos < s->off || pos - s->off >= (off_t)s->got) {
 			ret = ENGINE_NOT_SERVED;
 			break;
 		}
@@ -600,6 +636,7 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 		if (owner->win[i].active && owner->win[i].serve_off == io->off)
 			ra = &owner->win[i];
 	if (ra && (ra->busy || others >= RA_CALLERS_MAX || end > ra->size || &io->t.gpu->pool != ra->pool ||
+		   pool_has_waiters(ra->pool) ||
 		   (size_t)ra->nslots * pool_chunk(ra->pool) < io->len + pool_chunk(ra->pool))) {
 		if (!ra->busy)
 			close_window(ra, false);
@@ -609,12 +646,13 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 		bool seq;
 		int d = stream_of(owner, io->off, now, &seq);
 		owner->det[d].next_off = end;
-		if (seq && owner->det[d].streak >= 1 && others < RA_CALLERS_MAX) {
+		if (seq && owner->det[d].streak >= 1 && others < RA_CALLERS_MAX &&
+		    !pool_has_waiters(&io->t.gpu->pool)) {
 			/* A closed window of this handle, or its stalest one. */
 			struct ra_win *w = NULL;
 			for (int i = 0; i < RA_STREAMS; i++) {
 				struct ra_win *c = &owner->win[i];
-				if (c->busy || (c->active && now - c->last_ns <= RA_STALE_NS))
+				if (c->busy || (c->active && !older_than(now, c->last_ns, RA_STALE_NS)))
 					continue;
 				if (!w || !c->active || (w->active && c->last_ns < w->last_ns))
 					w = c;
@@ -679,7 +717,7 @@ static void close_where(bool (*pick)(struct ra_win *ra, const void *arg), const 
 
 static bool idle(struct ra_win *ra, const void *arg)
 {
-	return *(const uint64_t *)arg - ra->last_ns > RA_IDLE_NS;
+	return older_than(*(const uint64_t *)arg, ra->last_ns, RA_IDLE_NS);
 }
 
 static void ra_tick(void)

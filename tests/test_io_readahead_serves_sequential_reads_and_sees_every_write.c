@@ -8,9 +8,10 @@
  *     file and one past it: the exact bytes, nothing stored past the
  *     request, most reads served from the window;
  *   - a pwrite through another descriptor into the range read ahead, a
- *     cuFileWrite through the same handle, and a truncation (shrinking,
- *     then growing the file again) while a window is open: every read
- *     after them returns the file as it is then;
+ *     cuFileWrite through the same handle, a write through Linux AIO
+ *     (which raises no inotify event), and a truncation (shrinking, then
+ *     growing the file again) while a window is open: every read after
+ *     them returns the file as it is then;
  *   - reads at shuffled offsets never open a window;
  *   - two threads reading the file in order through two handles while a
  *     third reads at random offsets through a third: every byte right;
@@ -27,7 +28,33 @@
 #include "test.h"
 
 #include <dlfcn.h>
+#include <linux/aio_abi.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+
+/* Writes `len` bytes of pattern `seed` at `off` with Linux AIO (io_submit),
+ * which queues no inotify event, and waits for the write to complete. */
+static void aio_pwrite_pattern(int fd, off_t off, size_t len, uint32_t seed)
+{
+	uint8_t *buf = malloc(len);
+	T_ASSERT(buf != NULL);
+	t_fill_pattern(buf, len, (uint64_t)off, seed);
+	aio_context_t ctx = 0;
+	if (syscall(SYS_io_setup, 1, &ctx) != 0)
+		T_SKIP("io_setup: %s", strerror(errno));
+	struct iocb cb = {.aio_fildes = (uint32_t)fd,
+			  .aio_lio_opcode = IOCB_CMD_PWRITE,
+			  .aio_buf = (uint64_t)(uintptr_t)buf,
+			  .aio_nbytes = len,
+			  .aio_offset = off};
+	struct iocb *cbs[1] = {&cb};
+	T_EQ(syscall(SYS_io_submit, ctx, 1, cbs), 1);
+	struct io_event ev;
+	T_EQ(syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL), 1);
+	T_EQ((long long)ev.res, (long long)len);
+	syscall(SYS_io_destroy, ctx);
+	free(buf);
+}
 
 /* ocf_fault_ra_served of the fault-injection library, or NULL. */
 static unsigned long (*served_fn)(void);
@@ -179,6 +206,13 @@ int main(int argc, char **argv)
 		T_CU(cuMemFree(d));
 		free(src);
 	}
+
+	/* A write through Linux AIO ahead of the reader (no inotify event:
+	 * the file's times tell). */
+	sequential(&r, 20 * T_MIB, 22 * T_MIB, T_MIB, "before an AIO write");
+	usleep(50000); /* the window's fills done: the write comes after them */
+	aio_pwrite_pattern(wfd, 23 * T_MIB + 4096, 200 * T_KIB, 13);
+	sequential(&r, 22 * T_MIB, 26 * T_MIB, T_MIB, "after an AIO write");
 
 	/* Truncated below the window, then grown back (zeros) while the
 	 * reader goes on. */
