@@ -588,9 +588,12 @@ static struct ocf_ra *ra_of(struct ocf_handle *h)
 	struct ocf_ra *mine = ra_create(h);
 	if (!mine)
 		return NULL;
-	h->ra_free = ra_destroy; /* the same value from every thread */
-	if (__atomic_compare_exchange_n(&h->ra, &ra, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if (__atomic_compare_exchange_n(&h->ra, &ra, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Only the winner writes it; handle_free reads it after this
+		 * thread's reference is gone (the handle table's lock). */
+		h->ra_free = ra_destroy;
 		return mine;
+	}
 	ra_destroy(mine);
 	return ra;
 }
