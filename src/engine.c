@@ -101,6 +101,40 @@ static void queue_changed(void)
 	atomic_store_explicit(&queue_nonempty, queue != NULL, memory_order_release);
 }
 
+/* Appends job, which wants job->helpers_wanted helpers, to the queue
+ * (q_lock held); returns how many workers to signal once q_lock is
+ * released: as many as it wants, not all of them (a broadcast would wake
+ * every idle worker to find nothing), less the spinning workers, which come
+ * first when the queue was empty. */
+static int queue_append_locked(struct ocf_job *job)
+{
+	int wake = job->helpers_wanted - (queue ? 0 : spinners);
+	struct ocf_job **pp = &queue;
+	while (*pp)
+		pp = &(*pp)->qnext;
+	job->qnext = NULL;
+	*pp = job;
+	job->in_queue = true;
+	queue_changed();
+	return wake;
+}
+
+/* Takes job off the queue if it is still there (q_lock held). */
+static void queue_remove_locked(struct ocf_job *job)
+{
+	if (!job->in_queue)
+		return;
+	for (struct ocf_job **pp = &queue; *pp; pp = &(*pp)->qnext) {
+		if (*pp == job) {
+			*pp = job->qnext;
+			break;
+		}
+	}
+	job->in_queue = false;
+	job->helpers_wanted = 0;
+	queue_changed();
+}
+
 /* Set on the asynchronous executor's threads (async.c): a copy on a
  * blocking stream issued there can queue behind an application stream that
  * is blocked in cuStreamWaitValue32 until this very I/O completes (seen on
@@ -335,14 +369,7 @@ bool engine_task_post(struct ocf_job *job, int helpers)
 		job->helpers_wanted += helpers;
 	} else {
 		job->helpers_wanted = helpers;
-		wake -= queue ? 0 : spinners;
-		struct ocf_job **pp = &queue;
-		while (*pp)
-			pp = &(*pp)->qnext;
-		job->qnext = NULL;
-		*pp = job;
-		job->in_queue = true;
-		queue_changed();
+		wake = queue_append_locked(job);
 	}
 	pthread_mutex_unlock(&q_lock);
 	for (int i = 0; i < wake; i++)
@@ -353,17 +380,7 @@ bool engine_task_post(struct ocf_job *job, int helpers)
 void engine_task_quiesce(struct ocf_job *job)
 {
 	pthread_mutex_lock(&q_lock);
-	if (job->in_queue) {
-		for (struct ocf_job **pp = &queue; *pp; pp = &(*pp)->qnext) {
-			if (*pp == job) {
-				*pp = job->qnext;
-				break;
-			}
-		}
-		job->in_queue = false;
-		job->helpers_wanted = 0;
-		queue_changed();
-	}
+	queue_remove_locked(job);
 	pthread_mutex_unlock(&q_lock);
 	pthread_mutex_lock(&job->lock);
 	while (job->active > 0)
@@ -1105,15 +1122,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		job.helpers_wanted = (int)OCF_MIN(job.nchunks - 1, (size_t)helpers);
 		job.queued_ns = prof_now();
 		pthread_mutex_lock(&q_lock);
-		/* As many workers as the request wants, not all of them: a
-		 * broadcast would wake every idle worker to find nothing.  At
-		 * the head of the queue, the spinning workers come first. */
-		int wake = job.helpers_wanted - (queue ? 0 : spinners);
-		struct ocf_job **pp = &queue;
-		while (*pp)
-			pp = &(*pp)->qnext;
-		*pp = &job;
-		queue_changed();
+		int wake = queue_append_locked(&job);
 		queued = true;
 		pthread_mutex_unlock(&q_lock);
 		/* Signalled after the unlock: a worker woken while the caller
@@ -1145,13 +1154,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 
 	if (queued) {
 		pthread_mutex_lock(&q_lock);
-		for (struct ocf_job **pp = &queue; *pp; pp = &(*pp)->qnext) {
-			if (*pp == &job) {
-				*pp = job.qnext;
-				break;
-			}
-		}
-		queue_changed();
+		queue_remove_locked(&job);
 		pthread_mutex_unlock(&q_lock);
 	}
 	t0 = prof_now();

@@ -57,7 +57,7 @@ struct ocf_job {
 	/* Protected by the engine's queue lock. */
 	int helpers_wanted;
 	struct ocf_job *qnext;
-	bool in_queue; /* set for tasks (engine_task_post) while queued */
+	bool in_queue; /* on the queue (the engine's queue lock) */
 	/* A task, not a request (engine.h, engine_task_post): what each
 	 * helper that joins runs, with no lane; NULL for requests. */
 	void (*task)(struct ocf_job *job);
