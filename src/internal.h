@@ -11,10 +11,14 @@
 #ifndef OCF_INTERNAL_H_
 #define OCF_INTERNAL_H_
 
+#include <linux/futex.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cufile.h"
 
@@ -51,6 +55,21 @@ static inline void ocf_cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
 #endif
+}
+
+/* Sleeps while the futex word *w holds v, at most ns nanoseconds (a
+ * wake-up may be missed by a waiter that lost a race: the bound is its
+ * safety net). */
+static inline void ocf_futex_wait(_Atomic uint32_t *w, uint32_t v, long ns)
+{
+	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+}
+
+/* Wakes up to n threads sleeping on the futex word *w. */
+static inline void ocf_futex_wake(_Atomic uint32_t *w, int n)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 /* Reads an environment variable the way a library should: not at all in

@@ -50,7 +50,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -60,7 +59,6 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -294,17 +292,6 @@ static void unwatch_file(int wd)
 
 /* ------------------------------------------------------------------ fills */
 
-static void futex_wait(_Atomic uint32_t *w, uint32_t v, long ns)
-{
-	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
-}
-
-static void futex_wake_all(_Atomic uint32_t *w)
-{
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
 static char *slot_data(const struct ra_win *ra, const struct ra_slot *s)
 {
 	return s->st->buf + fio_stage_skew(ra->h, s->off);
@@ -327,7 +314,7 @@ static void fill_slot(struct ra_win *ra, struct ra_slot *s)
 	atomic_store(&s->state, S_READY); /* seq_cst: before the count below */
 	atomic_fetch_add(&ra->filled, 1);
 	if (atomic_load(&ra->sleepers))
-		futex_wake_all(&ra->filled);
+		ocf_futex_wake(&ra->filled, INT_MAX);
 }
 
 /* The engine task: fill queued slots, nearest first, until none is left. */
@@ -373,7 +360,7 @@ static bool wait_slot(struct ra_win *ra, struct ra_slot *s)
 		uint32_t v = atomic_load(&ra->filled);
 		atomic_fetch_add(&ra->sleepers, 1); /* seq_cst: then the load below */
 		if (atomic_load(&s->state) == S_FILLING)
-			futex_wait(&ra->filled, v, 10000000L);
+			ocf_futex_wait(&ra->filled, v, 10000000L);
 		atomic_fetch_sub(&ra->sleepers, 1);
 	}
 }

@@ -74,11 +74,9 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,17 +163,6 @@ bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
 
 /* ------------------------------------------------------------- waiting */
 
-static void futex_wait(_Atomic uint32_t *w, uint32_t v, long ns)
-{
-	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *w, int n)
-{
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-
 /* Spins before sleeping, in ns: about one piece's read. */
 #define CALLER_SPIN_NS 50000
 #define HELPER_SPIN_NS 10000
@@ -239,7 +226,7 @@ static void resolve_piece(struct ocf_job *job, size_t idx)
 		return;
 	atomic_fetch_add(&job->ready, 1); /* seq_cst, before the load below */
 	if (atomic_load(&job->caller_sleeps))
-		futex_wake(&job->ready, 1);
+		ocf_futex_wake(&job->ready, 1);
 }
 
 /* A helper waits until stripe s's buffer may be filled. */
@@ -258,7 +245,7 @@ static void helper_wait_released(struct ocf_job *job, size_t s)
 			break;
 		atomic_fetch_add(&job->sleepers, 1); /* seq_cst: then the load below */
 		if (s >= atomic_load(&job->released))
-			futex_wait(&job->released, v, 10000000L);
+			ocf_futex_wait(&job->released, v, 10000000L);
 		atomic_fetch_sub(&job->sleepers, 1);
 	}
 	prof_time(PROF_T_HELPERS, t0);
@@ -354,7 +341,7 @@ static bool retire_copy(struct caller *c, bool wait)
 	if (rel > atomic_load_explicit(&job->released, memory_order_relaxed)) {
 		atomic_store(&job->released, rel); /* seq_cst: then the load below */
 		if (atomic_load(&job->sleepers))
-			futex_wake(&job->released, INT_MAX);
+			ocf_futex_wake(&job->released, INT_MAX);
 	}
 	return true;
 }
@@ -402,7 +389,7 @@ static void wait_stripe(struct caller *c, size_t s)
 			break;
 		atomic_store(&job->caller_sleeps, 1); /* seq_cst: then the load below */
 		if (!stripe_whole(job, s))
-			futex_wait(&job->ready, v, c->wait_next < c->copy_next ? 200000L : 10000000L);
+			ocf_futex_wait(&job->ready, v, c->wait_next < c->copy_next ? 200000L : 10000000L);
 		atomic_store(&job->caller_sleeps, 0);
 	}
 	if (watched)
