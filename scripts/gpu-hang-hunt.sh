@@ -22,8 +22,10 @@
 #             the reads also scattered (gdsio -R: grouped copies, batch_io.c)
 #   kv16p     the same, polled (min_nr 0, zero timeout)
 #   stripe    the striped path of device reads (stripe.c: helpers wait for
-#             buffers, the caller for stripes, on futex words): 1 thread x
-#             1 MiB at random offsets, 6 threads x 3 MiB, 2 threads x 5 MiB
+#             buffers, the caller for stripes, on futex words; helpers
+#             polling the queue after short requests): 1 thread x 1 MiB at
+#             random offsets, the same x 1.5 MiB through an O_DIRECT handle
+#             into unregistered memory, 6 threads x 3 MiB, 2 threads x 5 MiB
 #             through an O_DIRECT handle into unregistered memory, 1 s each,
 #             data verified, HUNT_N_STRIPE times (10)
 #   readahead one caller reading in order, served from windows read
@@ -198,6 +200,7 @@ step kv16 "${HUNT_N_KV:-10}" kv16 wait
 step kv16p "${HUNT_N_KV:-10}" kv16 poll
 stripe() {
 	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 1M -I 2 -s 1G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 1 -i 1536K -I 2 -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 6 -i 3M -s "$SIZE" -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 2 -i 5M -s 2G -T 1 -V
 }

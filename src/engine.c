@@ -83,9 +83,11 @@ static int request_max;	       /* set by pool_start: participants of one request
 static atomic_int participants;
 static bool running, shutting_down;
 
-/* Helpers that stay awake after a job (OPENCUFILE_HELPER_SPIN_US): a
- * worker that has just finished a request polls `queue_nonempty` for up to
- * helper_spin_ns before it sleeps on q_cv, so a caller that issues its next
+/* Helpers that stay awake after a job: a worker that has just finished a
+ * job whose spin_ns is set (a lone caller's short striped read, stripe.c),
+ * or any job when OPENCUFILE_HELPER_SPIN_US sets helper_spin_ns (an
+ * experiment), polls `queue_nonempty` that long before it sleeps on q_cv,
+ * while fewer than the job's spin_cap workers poll, so a caller that issues its next
  * request at once finds helpers that start in well under a microsecond
  * instead of the ~15 us (p50) a sleeping thread takes to run once woken
  * (bench/wakeup, H200 machine).  `spinners` (under q_lock) counts them: a
@@ -170,12 +172,16 @@ static void lane_release(struct ocf_lane *lane, bool clean)
 static void *worker_main(void *arg)
 {
 	prof_name_thread("cufile-io-%d", (int)(intptr_t)arg);
-	bool hot = false; /* finished a job just now */
+	/* How long to poll after the job just finished (0: sleep at once),
+	 * and how many helpers may poll at once. */
+	uint64_t spin_ns = 0;
+	int spin_cap = 0;
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
 		while (!queue && !shutting_down) {
-			if (hot && helper_spin_ns) {
-				hot = false;
+			if (spin_ns && spinners < spin_cap) {
+				uint64_t len = spin_ns;
+				spin_ns = 0;
 				spinners++;
 				pthread_mutex_unlock(&q_lock);
 				uint64_t t = ocf_now_ns();
@@ -183,7 +189,7 @@ static void *worker_main(void *arg)
 					for (int i = 0; i < 16; i++)
 						ocf_cpu_relax();
 				} while (!atomic_load_explicit(&queue_nonempty, memory_order_acquire) &&
-					 ocf_now_ns() - t < helper_spin_ns);
+					 ocf_now_ns() - t < len);
 				pthread_mutex_lock(&q_lock);
 				spinners--;
 				continue;
@@ -205,6 +211,9 @@ static void *worker_main(void *arg)
 		job->active++;
 		pthread_mutex_unlock(&job->lock);
 		pthread_mutex_unlock(&q_lock);
+		/* Read now: the job may be gone once active drops below. */
+		uint64_t job_spin_ns = helper_spin_ns ? helper_spin_ns : job->spin_ns;
+		int job_spin_cap = helper_spin_ns ? INT_MAX : job->spin_cap;
 
 		prof_begin(PROF_ENGINE);
 		if (job->queued_ns)
@@ -231,7 +240,8 @@ static void *worker_main(void *arg)
 		if (--job->active == 0)
 			pthread_cond_broadcast(&job->cv);
 		pthread_mutex_unlock(&job->lock);
-		hot = true;
+		spin_ns = job_spin_ns;
+		spin_cap = job_spin_cap;
 		pthread_mutex_lock(&q_lock);
 	}
 	pthread_mutex_unlock(&q_lock);

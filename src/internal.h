@@ -85,7 +85,9 @@ bool ocf_under_valgrind(void);
  * unset or empty: def_kb; anything else is logged as a warning and def_kb
  * is used. */
 size_t ocf_env_kb(const char *name, size_t def_kb);
-/* The same, read at the first call and kept in *cache, which starts as
+/* The same for a plain number (a count, microseconds). */
+size_t ocf_env_num(const char *name, size_t def);
+/* ocf_env_kb, read at the first call and kept in *cache, which starts as
  * (size_t)-1.  Threads may race on the first call: each stores the same
  * value. */
 size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache);

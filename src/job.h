@@ -62,6 +62,10 @@ struct ocf_job {
 	 * helper that joins runs, with no lane; NULL for requests. */
 	void (*task)(struct ocf_job *job);
 	uint64_t queued_ns; /* prof_now() when queued (0: profiling off) */
+	/* A helper polls the queue for spin_ns after this job, while fewer
+	 * than spin_cap helpers poll (engine.c, worker_main). */
+	uint64_t spin_ns;
+	int spin_cap;
 
 	/* A striped device read (stripe.c): set before any helper can see
 	 * the job, read-only afterwards, except the atomics. */

@@ -49,20 +49,31 @@ bool ocf_under_valgrind(void)
 	return pre && strstr(pre, "vgpreload");
 }
 
-size_t ocf_env_kb(const char *name, size_t def_kb)
+/* Decimal digits up to 2^30, else def (a warning names what was wanted). */
+static size_t env_number(const char *name, size_t def, const char *what)
 {
 	const char *v = ocf_getenv(name);
 	if (!v || !*v)
-		return def_kb * 1024;
+		return def;
 	char *end;
 	int saved = errno;
-	unsigned long long kb = strtoull(v, &end, 10); /* ULLONG_MAX on overflow */
+	unsigned long long n = strtoull(v, &end, 10); /* ULLONG_MAX on overflow */
 	errno = saved;
-	if (*v < '0' || *v > '9' || *end || kb > (1ull << 30)) {
-		log_warn("%s=%s is not a size in KiB: %zu used", name, v, def_kb);
-		return def_kb * 1024;
+	if (*v < '0' || *v > '9' || *end || n > (1ull << 30)) {
+		log_warn("%s=%s is not %s: %zu used", name, v, what, def);
+		return def;
 	}
-	return (size_t)kb * 1024;
+	return (size_t)n;
+}
+
+size_t ocf_env_kb(const char *name, size_t def_kb)
+{
+	return env_number(name, def_kb, "a size in KiB") * 1024;
+}
+
+size_t ocf_env_num(const char *name, size_t def)
+{
+	return env_number(name, def, "a number");
 }
 
 size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)

@@ -53,11 +53,21 @@
  * error at the stripe's first piece.  After any failure the stream is
  * drained before the lane is returned.
  *
+ * Helpers kept awake: a request below OPENCUFILE_STRIPE_SPIN_BELOW_KB
+ * (2048) lasts some 70-130 us, and a helper woken for it runs 15-40 us
+ * later, when the caller has read most of it alone.  So such a request is
+ * cut into one piece per participant (the caller and
+ * OPENCUFILE_STRIPE_SPINNERS helpers, 2), and afterwards up to that many
+ * helpers poll the engine's queue for OPENCUFILE_STRIPE_SPIN_US (50) before
+ * they sleep: a caller issuing its next request at once finds them
+ * running.  One caller's 1 MiB reads at random offsets: 12.7-13.3 GB/s at
+ * 0.22-0.23 CPU s/GB, against 11.6 (0.20) striped without it and 7.1-7.7
+ * (0.13-0.14) unstriped; at 2 MiB the polling bought nothing (H200
+ * machine, 2026-11-27, docs/benchmarks.md).
+ *
  * Used for device reads of primary-context memory between
- * OPENCUFILE_STRIPE_MIN_KB (2048) and OPENCUFILE_STRIPE_MAX_KB (8192) by a
- * caller alone in the engine, when at least one helper is free (below 2 MiB
- * it gained nothing measurable on the H200 machine and cost CPU: 1 MiB
- * requests 5.2-6.5 GB/s either way); larger
+ * OPENCUFILE_STRIPE_MIN_KB (1024) and OPENCUFILE_STRIPE_MAX_KB (8192) by a
+ * caller alone in the engine, when at least one helper is free; larger
  * requests, writes, vectored and stream requests keep the per-participant
  * lanes of engine.c (a 16 MiB request went faster there with eight
  * participants: 19.7 GB/s against 14.2 striped, H200 machine).
@@ -98,7 +108,7 @@ static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static void cfg_read(void)
 {
-	cfg.min_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MIN_KB", 2048);
+	cfg.min_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MIN_KB", 1024);
 	cfg.max_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MAX_KB", 8192);
 	cfg.piece = OCF_MAX(ocf_env_kb("OPENCUFILE_PIECE_KB", 256), (size_t)4096);
 	cfg.stripe = OCF_MAX(ocf_env_kb("OPENCUFILE_STRIPE_KB", 2048), cfg.piece);
@@ -112,6 +122,9 @@ static void cfg_read(void)
 		cfg.participants = 1;
 	if (cfg.participants > 64)
 		cfg.participants = 64;
+	cfg.spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_STRIPE_SPIN_US", 50), (size_t)1000) * 1000;
+	cfg.spin_below_bytes = ocf_env_kb("OPENCUFILE_STRIPE_SPIN_BELOW_KB", 2048);
+	cfg.spinners = (int)OCF_MIN(ocf_env_num("OPENCUFILE_STRIPE_SPINNERS", 2), (size_t)63);
 }
 
 const struct stripe_cfg *stripe_config(void)
@@ -135,6 +148,16 @@ bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
 	size_t align = fio_align(io->h);
 	size_t A = OCF_MAX(align, (size_t)4096);
 	size_t piece = OCF_ALIGN_UP(c->piece, A);
+	/* A short request (below spin_below_bytes, one call of a lone caller
+	 * lasting some 70 us) keeps spinners helpers awake after it, ready for
+	 * the next one, and is cut into one piece per participant: the caller
+	 * and the helpers awake read at once, and none waits for another's
+	 * second piece. */
+	bool spin = io->len < c->spin_below_bytes && c->spin_ns && c->spinners > 0;
+	if (spin) {
+		size_t n = (size_t)c->spinners + 1;
+		piece = OCF_ALIGN_UP((io->len + (size_t)io->off % align + n - 1) / n, A);
+	}
 	/* A stripe must fit one lane buffer the way a staged chunk does, and
 	 * a request has at least two, so that the copy of the first overlaps
 	 * the reading of the next. */
@@ -151,6 +174,10 @@ bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
 	if (job->nchunks < 2 || job->nstripes > OCF_STRIPES_MAX)
 		return false;
 	job->lane = lane;
+	if (spin) {
+		job->spin_ns = c->spin_ns;
+		job->spin_cap = c->spinners;
+	}
 	atomic_init(&job->released, (uint32_t)OCF_MIN((size_t)lane->depth, job->nstripes));
 	atomic_init(&job->sleepers, 0);
 	atomic_init(&job->ready, 0);

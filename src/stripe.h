@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct ocf_io;
 struct ocf_job;
@@ -23,6 +24,13 @@ struct stripe_cfg {
 	size_t stripe;		     /* bytes copied to the GPU at once */
 	int participants;	     /* of one request, the caller included */
 	bool flush;		     /* write back each piece after reading it */
+	/* Helpers of a striped request below spin_below_bytes poll the
+	 * engine's queue for spin_ns after it (engine.c, worker_main), at
+	 * most spinners of them at once; such a request is cut into
+	 * spinners + 1 pieces. */
+	uint64_t spin_ns;
+	size_t spin_below_bytes;
+	int spinners;
 };
 const struct stripe_cfg *stripe_config(void);
 

@@ -20,12 +20,13 @@
  *    stripe buffers the caller has not got back yet.
  * The ctest entry sets OPENCUFILE_PARALLEL=8, so that helpers are offered
  * whatever the machine's CPU count, and OPENCUFILE_STRIPE_MIN_KB=512 (the
- * default path starts at 2 MiB).
+ * default path starts at 1 MiB).
  *
  *   test_io_striped_reads_keep_every_byte [striped|lone]
  *
- * "lone": reads of 4 KiB to 2 MiB by a caller alone in the engine on the
- * default paths (no striping below 2 MiB), the same checks; by default
+ * "lone": reads of 4 KiB to 2 MiB by a caller alone in the engine below
+ * the striped path (its ctest entries start it at 2 MiB; the default is
+ * 1 MiB), the same checks; by default
  * (OPENCUFILE_ALONE_CHUNK_KB unset or 256) such a read is cut into up to
  * three even chunks of at least 256 KiB, so that reading and copying
  * overlap (chunking.c): 1 MiB in three copies, 600 and 512 KiB
