@@ -433,6 +433,14 @@ static bool stale(struct ra_win *ra, const void *arg)
 	return older_than(*(const uint64_t *)arg, ra->last_ns, RA_STALE_NS);
 }
 
+/* Whether window ra (lanes taken) holds a read of len bytes and one chunk
+ * more: a window that cannot would only make its caller wait. */
+static bool window_fits(const struct ra_win *ra, size_t len)
+{
+	size_t chunk = pool_chunk(ra->pool);
+	return (size_t)ra->nslots * chunk >= len + chunk;
+}
+
 /* Opens window ra (closed) after a read of len bytes that ends at `from`,
  * when lanes and a watch can be had (the owner's lock held); `others`:
  * the callers busy besides this one. */
@@ -484,9 +492,7 @@ static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, 
 	for (int i = 0; i < ra->nlanes; i++)
 		for (int j = 0; j < ra->lanes[i]->depth; j++)
 			ra->slots[ra->nslots++].st = &ra->lanes[i]->bufs[j];
-	/* A window that cannot hold the next request and one chunk more
-	 * would only make the caller wait. */
-	if ((size_t)ra->nslots * chunk < io->len + chunk) {
+	if (!window_fits(ra, io->len)) {
 		close_window(ra, false);
 		return;
 	}
@@ -626,8 +632,7 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 		if (owner->win[i].active && owner->win[i].serve_off == io->off)
 			ra = &owner->win[i];
 	if (ra && (ra->busy || others >= RA_CALLERS_MAX || end > ra->size || &io->t.gpu->pool != ra->pool ||
-		   pool_has_waiters(ra->pool) ||
-		   (size_t)ra->nslots * pool_chunk(ra->pool) < io->len + pool_chunk(ra->pool))) {
+		   pool_has_waiters(ra->pool) || !window_fits(ra, io->len))) {
 		if (!ra->busy)
 			close_window(ra, false);
 		ra = NULL;
