@@ -97,6 +97,16 @@ static bool running, shutting_down;
 static uint64_t helper_spin_ns; /* set by pool_start */
 static int spinners;		/* under q_lock */
 static atomic_bool queue_nonempty;
+static atomic_ulong polled_joins; /* jobs a worker joined while polling */
+
+#ifdef OCF_FAULT_INJECTION
+#include "fault.h"
+/* fault.h's test control: defined here, where the count is. */
+OCF_EXPORT unsigned long ocf_fault_polled_joins(void)
+{
+	return atomic_load_explicit(&polled_joins, memory_order_relaxed);
+}
+#endif
 
 static void queue_changed(void)
 {
@@ -176,6 +186,7 @@ static void *worker_main(void *arg)
 	 * and how many helpers may poll at once. */
 	uint64_t spin_ns = 0;
 	int spin_cap = 0;
+	bool polled = false; /* the queue found non-empty by polling */
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
 		while (!queue && !shutting_down) {
@@ -192,13 +203,18 @@ static void *worker_main(void *arg)
 					 ocf_now_ns() - t < len);
 				pthread_mutex_lock(&q_lock);
 				spinners--;
+				polled = true;
 				continue;
 			}
+			polled = false;
 			pthread_cond_wait(&q_cv, &q_lock);
 		}
 		if (shutting_down)
 			break;
 		struct ocf_job *job = queue;
+		if (polled)
+			atomic_fetch_add_explicit(&polled_joins, 1, memory_order_relaxed);
+		polled = false;
 		if (--job->helpers_wanted == 0) {
 			queue = job->qnext;
 			job->in_queue = false;

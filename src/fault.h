@@ -120,6 +120,10 @@ unsigned long ocf_fault_mapped_caught(void);
 /* Reads served from read-ahead windows (readahead.c) since the process
  * started. */
 unsigned long ocf_fault_ra_served(void);
+/* Jobs an engine worker joined while it polled the queue after a job
+ * (engine.c: helpers kept awake after a lone caller's short striped read)
+ * since the process started. */
+unsigned long ocf_fault_polled_joins(void);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */
