@@ -174,9 +174,10 @@ static int read_line(const char *path, char *buf, size_t len)
 static double dir_quota(const char *dir, int v1)
 {
 	char path[PATH_MAX + 32], a[128], b[128];
+	/* A path too long for the buffer would name another file: no quota. */
 	if (!v1) {
-		snprintf(path, sizeof(path), "%s/cpu.max", dir);
-		if (read_line(path, a, sizeof(a)))
+		if (snprintf(path, sizeof(path), "%s/cpu.max", dir) >= (int)sizeof(path) ||
+		    read_line(path, a, sizeof(a)))
 			return 0;
 		char q[64] = "", p[64] = "";
 		if (sscanf(a, "%63s %63s", q, p) < 1 || !strcmp(q, "max"))
@@ -184,11 +185,11 @@ static double dir_quota(const char *dir, int v1)
 		double qv = strtod(q, NULL), pv = *p ? strtod(p, NULL) : 100000.0;
 		return qv > 0 && pv > 0 ? qv / pv : 0;
 	}
-	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-	if (read_line(path, a, sizeof(a)))
+	if (snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir) >= (int)sizeof(path) ||
+	    read_line(path, a, sizeof(a)))
 		return 0;
-	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-	if (read_line(path, b, sizeof(b)))
+	if (snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir) >= (int)sizeof(path) ||
+	    read_line(path, b, sizeof(b)))
 		return 0;
 	double qv = strtod(a, NULL), pv = strtod(b, NULL);
 	return qv > 0 && pv > 0 ? qv / pv : 0;
@@ -208,14 +209,18 @@ static double hierarchy_quota(const char *root, int v1, char *from, size_t flen)
 		rel = cg + rl;
 	char base[PATH_MAX], dir[2 * PATH_MAX];
 	path_join(base, sizeof(base), root, mpoint);
-	snprintf(dir, sizeof(dir), "%s%s", base, strcmp(rel, "/") ? rel : "");
+	if (snprintf(dir, sizeof(dir), "%s%s", base, strcmp(rel, "/") ? rel : "") >= (int)sizeof(dir))
+		return 0; /* a cgroup path longer than any path: none found */
 	size_t blen = strlen(base);
 	double best = 0;
 	for (;;) {
 		double q = dir_quota(dir, v1);
 		if (q > 0 && (best == 0 || q < best)) {
 			best = q;
-			snprintf(from, flen, "%s/%s", dir, v1 ? "cpu.cfs_quota_us" : "cpu.max");
+			/* For the log line: a name too long ends in "...". */
+			if (snprintf(from, flen, "%s/%s", dir, v1 ? "cpu.cfs_quota_us" : "cpu.max") >= (int)flen &&
+			    flen > 4)
+				memcpy(from + flen - 4, "...", 4);
 		}
 		char *slash = strrchr(dir, '/');
 		if (strlen(dir) <= blen || !slash || (size_t)(slash - dir) < blen)
