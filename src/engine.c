@@ -361,16 +361,11 @@ static void engine_shutdown(void)
 	pthread_mutex_lock(&q_lock);
 	/* Tasks still queued (their owners quiesce them when they go) must
 	 * not reach the workers of the next open. */
-	for (struct ocf_job **pp = &queue; *pp;) {
-		if ((*pp)->task) {
-			(*pp)->in_queue = false;
-			(*pp)->helpers_wanted = 0;
-			*pp = (*pp)->qnext;
-		} else {
-			pp = &(*pp)->qnext;
-		}
+	for (struct ocf_job *j = queue, *next; j; j = next) {
+		next = j->qnext;
+		if (j->task)
+			queue_remove_locked(j);
 	}
-	queue_changed();
 	free(workers);
 	workers = NULL;
 	nworkers = 0;
