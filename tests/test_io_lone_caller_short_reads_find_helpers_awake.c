@@ -95,7 +95,8 @@ int main(int argc, char **argv)
 	bursts(fh, &m, "buffered, registered");
 	cuFileHandleDeregister(fh);
 	close(fd);
-	if (t_odirect_supported(path)) {
+	bool direct = t_odirect_supported(path);
+	if (direct) {
 		fd = t_open(path, O_RDONLY | O_DIRECT);
 		fh = t_register_fd(fd);
 		bursts(fh, &m, "O_DIRECT, registered");
@@ -108,7 +109,7 @@ int main(int argc, char **argv)
 
 	if (joins_fn) {
 		unsigned long n = joins() - before;
-		printf("requests joined by a polling helper: %lu of %d\n", n, (t_odirect_supported(path) ? 3 : 2) * ROUNDS * NSLOT);
+		printf("requests joined by a polling helper: %lu of %d\n", n, (direct ? 3 : 2) * ROUNDS * NSLOT);
 		t_set_case(off ? "no helper polls with OPENCUFILE_STRIPE_SPIN_US=0" : "helpers polling join requests");
 		if (off)
 			T_EQ_U(n, 0);
