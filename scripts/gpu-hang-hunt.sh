@@ -21,6 +21,13 @@
 #             with GetStatus(nr, NULL), data verified, HUNT_N_KV times (10);
 #             the reads also scattered (gdsio -R: grouped copies, batch_io.c)
 #   kv16p     the same, polled (min_nr 0, zero timeout)
+#   kvlat     small batches back to back, where executor threads poll the
+#             FIFO after each operation and GetStatus polls the batch's
+#             completions before it sleeps (async.c, batch.c): one thread's
+#             batches of 8 x 64 KiB, contiguous and scattered, and 4
+#             threads' batches of 3 x 100 KiB at random offsets (-I 2) with
+#             8 threads polling for 1 ms; reads then writes; 1 s each, data
+#             verified, HUNT_N_KV times (10)
 #   stripe    the striped path of device reads (stripe.c: helpers wait for
 #             buffers, the caller for stripes, on futex words; helpers
 #             polling the queue after short requests): 1 thread x 1 MiB at
@@ -71,7 +78,7 @@ SCR=${GPU_SCRATCH:-$PWD/gpu-scratch}/hunt
 TABLE=$SCR/hunt-table.txt
 LIMIT=${HUNT_LIMIT:-60}
 BUDGET=${HUNT_BUDGET:-420}
-STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p stripe readahead busy exit fork}
+STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p kvlat stripe readahead busy exit fork}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 T0=$SECONDS
 mkdir -p "$SCR"
@@ -186,7 +193,7 @@ step async256 "${HUNT_N_ASYNC:-20}" env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x
 	-i 16M -I 0 -V
 
 WDATA=$SCR/hunt-write.dat
-case " $STEPS " in *" kv16"*)
+case " $STEPS " in *" kv16"* | *" kvlat "*)
 	[ -e "$WDATA" ] || env LD_PRELOAD="$LIB" "$GDSIO" -Z -f "$WDATA" -s 1G >>"$LOG" 2>&1 ;;
 esac
 kv16() {
@@ -198,6 +205,14 @@ kv16() {
 }
 step kv16 "${HUNT_N_KV:-10}" kv16 wait
 step kv16p "${HUNT_N_KV:-10}" kv16 poll
+kvlat() {
+	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 5 -B 8 -W wait -i 64K -m 0 -N -w 1 -s 1G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 5 -B 8 -W wait -R -i 64K -m 0 -N -w 1 -s 1G -T 1 -V &&
+		env OPENCUFILE_BATCH_SPINNERS=8 OPENCUFILE_BATCH_SPIN_US=1000 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" \
+			-x 5 -B 3 -W wait -I 2 -i 100K -m 0 -N -w 4 -s 1G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$WDATA" -I 1 -x 5 -B 8 -W wait -i 64K -m 0 -N -w 1 -s 1G -T 1 -V
+}
+step kvlat "${HUNT_N_KV:-10}" kvlat
 stripe() {
 	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 1M -I 2 -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 1 -i 1536K -I 2 -s 1G -T 1 -V &&

@@ -24,6 +24,9 @@ extern struct async_exec async_stream_exec;
 struct async_op {
 	struct async_op *prev, *next; /* FIFO links, under the queue lock */
 	bool queued;                  /* under the queue lock */
+	/* Its thread polls the FIFO afterwards (the batch executor's awake
+	 * threads, async.c): set by the submitter for latency-bound work. */
+	bool spin_after;
 	void (*run)(struct async_op *op);
 };
 

@@ -19,7 +19,16 @@
  * none is left, and serves them with the batch data path (batch_io.c): one
  * staging lane per thread, merged preads and copies, one event wait and
  * one completion lock per staging buffer.  A thread that starts late or
- * runs slow simply claims less.  Per-entry failures land in the entry's
+ * runs slow simply claims less.  In a small job (no more entries than
+ * threads: one entry a claim) a thread reads what it claimed (its run
+ * closed: bio_close) before it claims again: a run merged across claims
+ * let the first thread to start take all of a small batch (contiguous
+ * entries cost it one lookup each) while the others were still waking, so
+ * a batch of 8 x 64 KiB took as long on 8 threads as on one.  Larger jobs
+ * keep merging across claims: there every thread has claims of its own,
+ * and shorter runs only cost more reads and copies
+ * (OPENCUFILE_BATCH_MERGE_CLAIMS=1 merges in small jobs too, for
+ * measurements).  Per-entry failures land in the entry's
  * event; everything the synchronous path accepts works (any memory kind,
  * alignment, the parallel engine for large entries), since what the staged
  * path does not serve goes through it.
@@ -73,7 +82,14 @@
  *
  * Wake-ups: completions wake GetStatus only when enough are done for the
  * smallest count a waiter asked for (wake_at), so a waiter for 128 entries
- * wakes once, not once per staging buffer.
+ * wakes once, not once per staging buffer.  Before it sleeps, a GetStatus
+ * that must wait polls the batch's count of completions for up to
+ * OPENCUFILE_BATCH_WAIT_SPIN_US (default 100 us, never past its timeout):
+ * a batch of a few small entries completes in tens of microseconds, less
+ * than a sleeping thread takes to run again once woken on a VM.  Together
+ * with the executor threads kept awake after an operation (async.c), a
+ * batch submitted right after the last one completed meets no sleeping
+ * thread on its way.
  *
  * Locks: table_lock (slots, next_gen) is taken before a batch's lock; a
  * batch's lock before the executor's queue lock.  The driver's state lock
@@ -166,6 +182,9 @@ struct batch {
 	unsigned nfree;
 	unsigned *free_idx; /* stack of FREE entry indices */
 	unsigned done_head, ndone;
+	atomic_uint ndone_pub; /* ndone, for GetStatus's polling without the lock */
+	uint64_t wait_spin_ns; /* GetStatus polls that long before it sleeps */
+	bool merge_claims;     /* OPENCUFILE_BATCH_MERGE_CLAIMS: runs span claims */
 	unsigned *done_ring; /* DONE entries in completion order */
 	struct job *jobs;
 	struct entry e[];
@@ -213,6 +232,23 @@ static void batch_put(struct batch *b)
 
 static unsigned state_of(uint64_t word) { return (unsigned)(word & STATE_MASK); }
 
+static atomic_ulong polled_waits; /* GetStatus waits that ended while polling */
+
+#ifdef OCF_FAULT_INJECTION
+#include "fault.h"
+/* fault.h's test control: defined here, where the count is. */
+OCF_EXPORT unsigned long ocf_fault_polled_status_waits(void)
+{
+	return atomic_load_explicit(&polled_waits, memory_order_relaxed);
+}
+#endif
+
+/* b->ndone changed (lock held). */
+static void ndone_changed(struct batch *b)
+{
+	atomic_store_explicit(&b->ndone_pub, b->ndone, memory_order_release);
+}
+
 static void wake_locked(struct batch *b)
 {
 	b->wake_at = UINT_MAX;
@@ -228,6 +264,7 @@ static void complete_locked(struct batch *b, struct entry *e, CUfileStatus_t sta
 	e->result = result;
 	b->done_ring[(b->done_head + b->ndone) % b->cap] = (unsigned)(e - b->e);
 	b->ndone++;
+	ndone_changed(b);
 	if (b->ndone >= b->wake_at)
 		wake_locked(b);
 }
@@ -283,6 +320,10 @@ static void job_run(struct async_op *aop)
 								    memory_order_acquire, memory_order_relaxed))
 				bio_add(&w, &j->items[i]);
 		}
+		/* A small job (an entry per claim): read this claim before
+		 * the next (see Execution). */
+		if (j->per_claim == 1 && !b->merge_claims)
+			bio_close(&w);
 	}
 	bio_end(&w);
 
@@ -370,6 +411,8 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 	}
 	b->nfree = nr;
 	b->wake_at = UINT_MAX;
+	b->merge_claims = ocf_env_num("OPENCUFILE_BATCH_MERGE_CLAIMS", 0) != 0;
+	b->wait_spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_BATCH_WAIT_SPIN_US", 100), (size_t)1000) * 1000;
 
 	pthread_mutex_lock(&table_lock);
 	size_t idx = nslots;
@@ -431,7 +474,10 @@ static struct job *job_new(unsigned n, unsigned nops, unsigned per_claim)
 	atomic_init(&j->cursor, 0);
 	for (unsigned k = 0; k < nops; k++)
 		j->ops[k] = (struct job_op){
-		    .aop = {.run = job_run, .next = k + 1 < nops ? &j->ops[k + 1].aop : NULL},
+		    .aop = {.run = job_run,
+			    .next = k + 1 < nops ? &j->ops[k + 1].aop : NULL,
+			    /* A small job: its threads stay awake for the next. */
+			    .spin_after = per_claim == 1},
 		    .job = j,
 		};
 	return j;
@@ -453,6 +499,7 @@ static void flush_locked(struct batch *b)
 	}
 	b->used = 0;
 	b->ndone = 0;
+	ndone_changed(b);
 	b->done_head = 0;
 	b->flushed = b->epoch;
 	if (b->nwaiters) /* they wait for fewer entries now */
@@ -584,7 +631,32 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 	unsigned want = OCF_MIN(OCF_MIN(min_nr, room), b->used);
 	/* `want` is recomputed each pass: another GetStatus caller may have
 	 * taken events meanwhile, leaving fewer outstanding. */
+	bool spun = false, slept = false;
 	while (b->ndone < want && !b->dead && (want = OCF_MIN(OCF_MIN(min_nr, room), b->used)) > b->ndone) {
+		if (!spun && b->wait_spin_ns) {
+			/* Poll first (see DESIGN), at most until the deadline. */
+			spun = true;
+			uint64_t len = b->wait_spin_ns;
+			if (timeout) {
+				struct timespec now;
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				int64_t left = (int64_t)(deadline.tv_sec - now.tv_sec) * 1000000000LL +
+					       (deadline.tv_nsec - now.tv_nsec);
+				len = left <= 0 ? 0 : OCF_MIN(len, (uint64_t)left);
+			}
+			if (len) {
+				pthread_mutex_unlock(&b->lock);
+				uint64_t t = ocf_now_ns();
+				do {
+					for (int i = 0; i < 16; i++)
+						ocf_cpu_relax();
+				} while (atomic_load_explicit(&b->ndone_pub, memory_order_acquire) < want &&
+					 ocf_now_ns() - t < len);
+				pthread_mutex_lock(&b->lock);
+				continue;
+			}
+		}
+		slept = true;
 		b->wake_at = OCF_MIN(b->wake_at, want);
 		b->nwaiters++;
 		int w = timeout ? pthread_cond_timedwait(&b->cv, &b->lock, &deadline)
@@ -593,11 +665,14 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 		if (w == ETIMEDOUT)
 			break;
 	}
+	if (spun && !slept && b->ndone >= want)
+		atomic_fetch_add_explicit(&polled_waits, 1, memory_order_relaxed);
 	unsigned n = OCF_MIN(b->ndone, room);
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = b->done_ring[b->done_head];
 		b->done_head = (b->done_head + 1) % b->cap;
 		b->ndone--;
+		ndone_changed(b);
 		struct entry *e = &b->e[idx];
 		events[i].cookie = e->p.cookie;
 		events[i].status = e->status;

@@ -580,6 +580,11 @@ void bio_add(struct bio_worker *w, struct bio_item *it)
 	stage(w, it);
 }
 
+void bio_close(struct bio_worker *w)
+{
+	close_run(w);
+}
+
 void bio_end(struct bio_worker *w)
 {
 	drain(w);

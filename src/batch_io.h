@@ -87,6 +87,12 @@ void bio_begin(struct bio_worker *w, bio_done_fn done, void *arg);
 /* Takes one request; it completes (done()) now or later, at the latest in
  * bio_end().  The caller is an executor thread inside the driver gate. */
 void bio_add(struct bio_worker *w, struct bio_item *it);
+/* Reads what was taken since the last call now: the current run is closed
+ * (its read done, its copies queued or gathered), so requests taken next
+ * start a run of their own.  A batch thread calls it after each claim
+ * (batch.c), so that it never goes on merging entries that other threads
+ * could be reading meanwhile. */
+void bio_close(struct bio_worker *w);
 /* Finishes every request taken, releases the lane and the lookups. */
 void bio_end(struct bio_worker *w);
 

@@ -124,6 +124,12 @@ unsigned long ocf_fault_ra_served(void);
  * (engine.c: helpers kept awake after a lone caller's short striped read)
  * since the process started. */
 unsigned long ocf_fault_polled_joins(void);
+/* Batch operations an executor thread took while it polled the FIFO after
+ * an operation (async.c) since the process started. */
+unsigned long ocf_fault_polled_batch_ops(void);
+/* cuFileBatchIOGetStatus calls whose wait ended while polling, before any
+ * sleep (batch.c), since the process started. */
+unsigned long ocf_fault_polled_status_waits(void);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */

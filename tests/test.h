@@ -414,6 +414,19 @@ static inline int t_check_fill(const void *buf, size_t len, uint8_t byte, const 
 #define T_POISON 0xA5
 #define T_POISON2 0x5A
 
+/* Returns 0 when the window v[0..wlen) holds the file's bytes (pattern
+ * `seed` from file offset foff) at [start, start + len) and poison
+ * (T_POISON) everywhere else, else prints and returns -1. */
+static inline int t_check_guarded(const uint8_t *v, size_t wlen, size_t start, size_t len, uint64_t foff,
+				  uint32_t seed)
+{
+	return t_check_fill(v, start, T_POISON, "guard before the range") ||
+			       t_check_pattern(v + start, len, foff, seed, "data read") ||
+			       t_check_fill(v + start + len, wlen - start - len, T_POISON, "guard after the range")
+		   ? -1
+		   : 0;
+}
+
 /* -------------------------------------------------------------- scratch */
 
 /* Scratch memory of the helpers below, each of which writes all of it that
@@ -1043,6 +1056,34 @@ static inline void t_mem_free(struct t_mem *m)
 	case T_MEM_HOST_MMAP: munmap(m->ptr, m->len); break;
 	}
 	m->ptr = NULL;
+}
+
+/* Runs fn through a buffered descriptor of path into m unregistered, then
+ * registered, then through an O_DIRECT descriptor (where the file system
+ * has it) into m registered; m is deregistered again at the end.  Returns
+ * whether the O_DIRECT round ran. */
+static inline bool t_each_descriptor(const char *path, struct t_mem *m,
+				     void (*fn)(CUfileHandle_t fh, struct t_mem *m, const char *what))
+{
+	int fd = t_open(path, O_RDONLY);
+	CUfileHandle_t fh = t_register_fd(fd);
+	fn(fh, m, "buffered, unregistered");
+	T_CUFILE_OK(cuFileBufRegister(m->ptr, m->len, 0));
+	fn(fh, m, "buffered, registered");
+	cuFileHandleDeregister(fh);
+	close(fd);
+	bool direct = t_odirect_supported(path);
+	if (direct) {
+		fd = t_open(path, O_RDONLY | O_DIRECT);
+		fh = t_register_fd(fd);
+		fn(fh, m, "O_DIRECT, registered");
+		cuFileHandleDeregister(fh);
+		close(fd);
+	} else {
+		fprintf(stderr, "O_DIRECT not supported here: the direct cases are not run\n");
+	}
+	T_CUFILE_OK(cuFileBufDeregister(m->ptr));
+	return direct;
 }
 
 static inline bool t_mem_is_device(const struct t_mem *m)

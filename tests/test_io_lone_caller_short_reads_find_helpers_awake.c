@@ -61,9 +61,7 @@ static void burst(CUfileHandle_t fh, struct t_mem *m, unsigned round, const char
 			   (long long)foff[i], (long long)boff[i]);
 		t_mem_get(m, (size_t)i * SLOT, v, SLOT);
 		size_t start = GUARD + (size_t)boff[i];
-		if (t_check_fill(v, start, T_POISON, "guard before the range") ||
-		    t_check_pattern(v + start, size[i], (uint64_t)foff[i], 0, "data read") ||
-		    t_check_fill(v + start + size[i], SLOT - start - size[i], T_POISON, "guard after the range"))
+		if (t_check_guarded(v, SLOT, start, size[i], (uint64_t)foff[i], 0))
 			T_FAIL("bad read");
 	}
 	free(v);
@@ -88,24 +86,7 @@ int main(int argc, char **argv)
 	t_mem_alloc(&m, T_MEM_DEVICE, NSLOT * SLOT);
 	unsigned long before = joins();
 
-	int fd = t_open(path, O_RDONLY);
-	CUfileHandle_t fh = t_register_fd(fd);
-	bursts(fh, &m, "buffered, unregistered");
-	T_CUFILE_OK(cuFileBufRegister(m.ptr, m.len, 0));
-	bursts(fh, &m, "buffered, registered");
-	cuFileHandleDeregister(fh);
-	close(fd);
-	bool direct = t_odirect_supported(path);
-	if (direct) {
-		fd = t_open(path, O_RDONLY | O_DIRECT);
-		fh = t_register_fd(fd);
-		bursts(fh, &m, "O_DIRECT, registered");
-		cuFileHandleDeregister(fh);
-		close(fd);
-	} else {
-		fprintf(stderr, "O_DIRECT not supported here: the direct cases are not run\n");
-	}
-	T_CUFILE_OK(cuFileBufDeregister(m.ptr));
+	bool direct = t_each_descriptor(path, &m, bursts);
 
 	if (joins_fn) {
 		unsigned long n = joins() - before;
