@@ -96,6 +96,10 @@
 /* A caller spins this long for a buffer being filled before it sleeps. */
 #define RA_SPIN_NS 20000
 
+/* Helpers filling one window at once (OPENCUFILE_READAHEAD_FILLERS; 0: one
+ * per queued buffer).  Set by ra_start. */
+static int fill_max;
+
 enum { S_EMPTY, S_QUEUED, S_FILLING, S_READY };
 
 /* What fstat says of the file: a write changes its times (or its size)
@@ -162,6 +166,9 @@ struct ra_win {
 	uint64_t last_ns;
 	struct ocf_job job;	 /* the fills: an engine task */
 	_Atomic uint32_t filled; /* futex word: bumped at the end of each fill */
+	/* Helpers asked for and not yet started, and helpers filling: at most
+	 * fill_max together (post_fills). */
+	_Atomic int asked, fillers;
 	_Atomic uint32_t sleepers;
 	struct ra_win *act_next; /* on the list of open windows (act_lock) */
 };
@@ -317,22 +324,65 @@ static void fill_slot(struct ra_win *ra, struct ra_slot *s)
 		ocf_futex_wake(&ra->filled, INT_MAX);
 }
 
-/* The engine task: fill queued slots, nearest first, until none is left. */
+/* Claims and fills the queued slot nearest the window's head; false when
+ * none is queued. */
+static bool fill_next(struct ra_win *ra)
+{
+	int n = ra->nslots, head = atomic_load_explicit(&ra->head, memory_order_relaxed);
+	for (int k = 0; k < n; k++) {
+		struct ra_slot *s = &ra->slots[(head + k) % n];
+		if (claim_slot(s)) {
+			fill_slot(ra, s);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool any_queued(struct ra_win *ra)
+{
+	for (int k = 0; k < ra->nslots; k++)
+		if (atomic_load(&ra->slots[k].state) == S_QUEUED)
+			return true;
+	return false;
+}
+
+/* The engine task: fill queued slots, nearest first, until none is left.
+ * A slot queued while this helper still counted as filling got no helper
+ * of its own (post_fills): it looks once more after it stops counting
+ * (seq_cst on both sides), so no queued slot is left to the caller while a
+ * helper could have taken it. */
 static void fill_task(struct ocf_job *job)
 {
 	struct ra_win *ra = (struct ra_win *)((char *)job - offsetof(struct ra_win, job));
-	for (bool any = true; any;) {
-		any = false;
-		int n = ra->nslots, head = atomic_load_explicit(&ra->head, memory_order_relaxed);
-		for (int k = 0; k < n; k++) {
-			struct ra_slot *s = &ra->slots[(head + k) % n];
-			if (claim_slot(s)) {
-				fill_slot(ra, s);
-				any = true;
-				break;
-			}
-		}
+	atomic_fetch_sub(&ra->asked, 1);
+	atomic_fetch_add(&ra->fillers, 1);
+	for (;;) {
+		if (fill_next(ra))
+			continue;
+		atomic_fetch_sub(&ra->fillers, 1);
+		if (!any_queued(ra))
+			return;
+		atomic_fetch_add(&ra->fillers, 1);
 	}
+}
+
+/* Asks the engine for helpers for `queued` newly queued slots, no more than
+ * keep fill_max filling at once: page-cache copies are bound by memory
+ * bandwidth, and more threads copying at once only make each slower and
+ * spend more CPU per byte.  False when no helper could be asked for. */
+static bool post_fills(struct ra_win *ra, int queued)
+{
+	int n = queued;
+	if (fill_max > 0)
+		n = OCF_MIN(n, fill_max - atomic_load(&ra->fillers) - atomic_load(&ra->asked));
+	if (n <= 0)
+		return atomic_load(&ra->fillers) + atomic_load(&ra->asked) > 0;
+	atomic_fetch_add(&ra->asked, n);
+	if (engine_task_post(&ra->job, n))
+		return true;
+	atomic_fetch_sub(&ra->asked, n);
+	return false;
 }
 
 /* Waits until slot s is filled, filling it here if no helper has begun.
@@ -400,6 +450,8 @@ static void close_window(struct ra_win *ra, bool act_held)
 		return;
 	atomic_fetch_sub(&ra->owner->nactive, 1);
 	engine_task_quiesce(&ra->job); /* no fill runs after this */
+	atomic_store(&ra->asked, 0);   /* the helpers asked for that never came */
+	atomic_store(&ra->fillers, 0);
 	for (int i = 0; i < ra->nlanes; i++) {
 		if (ra->lane_bad)
 			pool_discard(ra->lanes[i]);
@@ -505,7 +557,7 @@ static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, 
 	ra->last_ns = ocf_now_ns();
 	/* Without helper threads the caller would fill every buffer itself:
 	 * no window. */
-	if (!engine_task_post(&ra->job, queued)) {
+	if (!post_fills(ra, queued)) {
 		close_window(ra, false);
 		return;
 	}
@@ -685,7 +737,7 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 		}
 		atomic_store_explicit(&ra->head, head, memory_order_relaxed);
 		if (queued)
-			engine_task_post(&ra->job, queued);
+			post_fills(ra, queued);
 	} else {
 		close_window(ra, false);
 	}
@@ -737,6 +789,7 @@ void ra_start(void)
 {
 	const char *e = ocf_getenv("OPENCUFILE_READAHEAD");
 	bool on = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
+	fill_max = (int)OCF_MIN(ocf_env_num("OPENCUFILE_READAHEAD_FILLERS", 0), (size_t)RA_SLOTS_MAX);
 	engine_set_read_hook(on ? ra_read : NULL);
 	pool_set_reclaim(on ? ra_reclaim : NULL);
 }
