@@ -41,7 +41,8 @@
 #             1 thread x 1 MiB, x 16 MiB, x 4 MiB through an O_DIRECT handle
 #             into unregistered memory, x 300 KiB; 4 threads x 256 KiB and
 #             6 x 1 MiB through one handle (a window per stream, opening and
-#             closing as the callers come and go); 1 s each, data verified,
+#             closing as the callers come and go); 1 thread x 16 MiB with
+#             at most two helpers filling a window; 1 s each, data verified,
 #             HUNT_N_RA times (10)
 #   busy      many callers at once, whose staged bytes are written back
 #             before their copies (fileio.c, fio_flush_before_copy): 16
@@ -226,7 +227,9 @@ readahead() {
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 1 -i 4M -s 2G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 300K -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 4 -i 256K -s "$SIZE" -T 1 -V &&
-		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 6 -i 1M -s "$SIZE" -T 1 -V
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 6 -i 1M -s "$SIZE" -T 1 -V &&
+		env OPENCUFILE_READAHEAD_FILLERS=2 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 16M \
+			-s "$SIZE" -T 1 -V
 }
 step readahead "${HUNT_N_RA:-10}" readahead
 busy() {
