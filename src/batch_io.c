@@ -53,11 +53,14 @@
  * back the lane, then run through the synchronous engine as before.
  *
  * Staging layout: a run starts at an offset aligned to the handle's
- * O_DIRECT alignment (64 bytes for buffered handles), with the byte at file
- * offset `off` placed at start + off % alignment, the layout
- * fio_read_staged and fio_write require; an O_DIRECT read run takes the
- * aligned range around it.  Staging memory is never copied past a range
- * that was read.
+ * O_DIRECT alignment (64 bytes where no transfer of the run can be direct),
+ * with the byte at file offset `off` placed at start + off % alignment, the
+ * layout fio_read_staged and fio_write require; a read run that may go
+ * direct — through an O_DIRECT handle, or a buffered handle's O_DIRECT twin
+ * for the bytes the page cache lacks (fio_reads_direct) — takes the aligned
+ * range around it.  Staging memory is never copied past a range that was
+ * read.  (Buffered handles' runs once started at 64-byte offsets: a run of
+ * uncached bytes then went to the twin misaligned and failed with EINVAL.)
  */
 #define _GNU_SOURCE
 #include "batch_io.h"
@@ -116,12 +119,18 @@ static long cuda_error(const char *what, CUresult r)
 	return OCF_ERR(CU_FILE_CUDA_DRIVER_ERROR);
 }
 
-static size_t run_align(const struct ocf_handle *h) { return h->odirect ? h->align : PACK_ALIGN; }
+/* Where a run may start in a staging buffer: aligned for direct I/O when
+ * the handle writes with O_DIRECT, or may read with it (an O_DIRECT handle,
+ * or a buffered one whose uncached bytes its O_DIRECT twin reads). */
+static size_t run_align(const struct ocf_handle *h, bool write)
+{
+	return h->odirect || (!write && fio_reads_direct(h)) ? h->align : PACK_ALIGN;
+}
 
 /* Bytes of staging a run of len bytes needs from its aligned start. */
 static size_t footprint(const struct ocf_handle *h, size_t skew, size_t len, bool write)
 {
-	if (write || !h->odirect)
+	if (write || !fio_reads_direct(h))
 		return skew + len;
 	return OCF_ALIGN_UP(skew + len, (size_t)h->align); /* the widened read */
 }
@@ -536,7 +545,7 @@ static void stage(struct bio_worker *w, struct bio_item *it)
 	close_run(w);
 	size_t skew = fio_stage_skew(h, off);
 	size_t foot = footprint(h, skew, n, it->write);
-	size_t pos = OCF_ALIGN_UP(w->buf[w->cur].used, run_align(h));
+	size_t pos = OCF_ALIGN_UP(w->buf[w->cur].used, run_align(h, it->write));
 	if (pos + foot > bsize) {
 		next_buffer(w);
 		pos = 0;

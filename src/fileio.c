@@ -131,6 +131,11 @@ size_t fio_stage_skew(const struct ocf_handle *h, off_t off) { return (size_t)of
 
 size_t fio_align(const struct ocf_handle *h) { return h->align; }
 
+bool fio_reads_direct(const struct ocf_handle *h)
+{
+	return h->odirect || h->fd_direct >= 0;
+}
+
 int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off)
 {
 	return !h->odirect || (uintptr_t)p % h->align == (uintptr_t)off % h->align;

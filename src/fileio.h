@@ -23,6 +23,13 @@ size_t fio_stage_skew(const struct ocf_handle *h, off_t off);
 /* Alignment that chunk boundaries keep for this handle (1: none needed). */
 size_t fio_align(const struct ocf_handle *h);
 
+/* Whether a staged read of this handle may go to the disk with O_DIRECT:
+ * an O_DIRECT handle, or a buffered one whose uncached bytes are read
+ * through its O_DIRECT twin.  Such a read needs its slot aligned to
+ * fio_align(h) (the byte at off then at fio_stage_skew(h, off)) and room
+ * for the aligned range around the request. */
+bool fio_reads_direct(const struct ocf_handle *h);
+
 /* Reads [off, off+n) of the file into memory at dst, with no alignment
  * requirement on dst, off or n: an O_DIRECT range that is not aligned goes
  * through `scratch`, which may be NULL only when no staging is needed.
