@@ -16,7 +16,8 @@
  * of lanes taken from the GPU's pool without waiting (pool_try_get), each
  * queued for the next chunk of the file after the request, and an engine
  * task (engine_task_post) whose helpers fill them, as many at once as
- * there are buffers queued.  A later read that starts where the window
+ * there are buffers queued (at most OPENCUFILE_READAHEAD_FILLERS when set:
+ * post_fills).  A later read that starts where the window
  * starts is served from the filled buffers: one host-to-device copy per
  * buffer it touches, on the first lane's stream, then one wait; a buffer
  * the caller needs that no helper has started is filled by the caller
