@@ -120,6 +120,9 @@ unsigned long ocf_fault_mapped_caught(void);
 /* Reads served from read-ahead windows (readahead.c) since the process
  * started. */
 unsigned long ocf_fault_ra_served(void);
+/* The most engine helpers seen filling one read-ahead window at once since
+ * the process started (OPENCUFILE_READAHEAD_FILLERS bounds it). */
+int ocf_fault_ra_fill_peak(void);
 /* Jobs an engine worker joined while it polled the queue after a job
  * (engine.c: helpers kept awake after a lone caller's short striped read)
  * since the process started. */

@@ -167,9 +167,11 @@ struct ra_win {
 	uint64_t last_ns;
 	struct ocf_job job;	 /* the fills: an engine task */
 	_Atomic uint32_t filled; /* futex word: bumped at the end of each fill */
-	/* Helpers asked for and not yet started, and helpers filling: at most
-	 * fill_max together (post_fills). */
-	_Atomic int asked, fillers;
+	/* Helpers asked for and not yet started, and helpers filling: one
+	 * count, reserved before a helper is asked for or goes on, so that it
+	 * never passes fill_max (post_fills, fill_task). */
+	_Atomic int helpers;
+	_Atomic int filling; /* helpers in fill_slot now (fill_peak) */
 	_Atomic uint32_t sleepers;
 	struct ra_win *act_next; /* on the list of open windows (act_lock) */
 };
@@ -189,13 +191,20 @@ struct ocf_ra {
 };
 
 static atomic_ulong served;
+/* The most helpers seen filling one window's slots at once. */
+static atomic_int fill_peak;
 
 #ifdef OCF_FAULT_INJECTION
 #include "fault.h"
-/* fault.h's test control: defined here, where the count is. */
+/* fault.h's test controls: defined here, where the counts are. */
 OCF_EXPORT unsigned long ocf_fault_ra_served(void)
 {
 	return atomic_load_explicit(&served, memory_order_relaxed);
+}
+
+OCF_EXPORT int ocf_fault_ra_fill_peak(void)
+{
+	return atomic_load_explicit(&fill_peak, memory_order_relaxed);
 }
 #endif
 
@@ -348,41 +357,68 @@ static bool any_queued(struct ra_win *ra)
 	return false;
 }
 
+/* Reserves up to `want` places among the window's helpers (fill_max bounds
+ * them when set); returns how many it got. */
+static int reserve_helpers(struct ra_win *ra, int want)
+{
+	if (fill_max <= 0) {
+		atomic_fetch_add(&ra->helpers, want);
+		return want;
+	}
+	int cur = atomic_load(&ra->helpers), n;
+	do {
+		n = OCF_MIN(want, fill_max - cur);
+		if (n <= 0)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&ra->helpers, &cur, cur + n));
+	return n;
+}
+
 /* The engine task: fill queued slots, nearest first, until none is left.
- * A slot queued while this helper still counted as filling got no helper
- * of its own (post_fills): it looks once more after it stops counting
- * (seq_cst on both sides), so no queued slot is left to the caller while a
- * helper could have taken it. */
+ * A slot queued while every place was taken got no helper of its own
+ * (post_fills): a helper looks once more after it gives its place up
+ * (seq_cst on both sides) and goes on if it gets a place back; if another
+ * took it, that one is asked for or filling and will look in turn, so no
+ * queued slot is left to the caller while a helper could have taken it. */
+/* fill_next on a helper, counting the helpers filling at once. */
+static bool helper_fill_next(struct ra_win *ra)
+{
+	int now = atomic_fetch_add_explicit(&ra->filling, 1, memory_order_relaxed) + 1;
+	int peak = atomic_load_explicit(&fill_peak, memory_order_relaxed);
+	while (now > peak &&
+	       !atomic_compare_exchange_weak_explicit(&fill_peak, &peak, now, memory_order_relaxed, memory_order_relaxed))
+		;
+	bool r = fill_next(ra);
+	atomic_fetch_sub_explicit(&ra->filling, 1, memory_order_relaxed);
+	return r;
+}
+
 static void fill_task(struct ocf_job *job)
 {
 	struct ra_win *ra = (struct ra_win *)((char *)job - offsetof(struct ra_win, job));
-	atomic_fetch_sub(&ra->asked, 1);
-	atomic_fetch_add(&ra->fillers, 1);
+	/* Counted already: post_fills reserved this helper's place. */
 	for (;;) {
-		if (fill_next(ra))
+		if (helper_fill_next(ra))
 			continue;
-		atomic_fetch_sub(&ra->fillers, 1);
-		if (!any_queued(ra))
+		atomic_fetch_sub(&ra->helpers, 1);
+		if (!any_queued(ra) || reserve_helpers(ra, 1) == 0)
 			return;
-		atomic_fetch_add(&ra->fillers, 1);
 	}
 }
 
 /* Asks the engine for helpers for `queued` newly queued slots, no more than
  * keep fill_max filling at once: page-cache copies are bound by memory
  * bandwidth, and more threads copying at once only make each slower and
- * spend more CPU per byte.  False when no helper could be asked for. */
+ * spend more CPU per byte.  False when no helper could be asked for and
+ * none is counted (asked for or filling) that will take the slots. */
 static bool post_fills(struct ra_win *ra, int queued)
 {
-	int n = queued;
-	if (fill_max > 0)
-		n = OCF_MIN(n, fill_max - atomic_load(&ra->fillers) - atomic_load(&ra->asked));
-	if (n <= 0)
-		return atomic_load(&ra->fillers) + atomic_load(&ra->asked) > 0;
-	atomic_fetch_add(&ra->asked, n);
+	int n = reserve_helpers(ra, queued);
+	if (n == 0)
+		return atomic_load(&ra->helpers) > 0;
 	if (engine_task_post(&ra->job, n))
 		return true;
-	atomic_fetch_sub(&ra->asked, n);
+	atomic_fetch_sub(&ra->helpers, n);
 	return false;
 }
 
@@ -451,8 +487,7 @@ static void close_window(struct ra_win *ra, bool act_held)
 		return;
 	atomic_fetch_sub(&ra->owner->nactive, 1);
 	engine_task_quiesce(&ra->job); /* no fill runs after this */
-	atomic_store(&ra->asked, 0);   /* the helpers asked for that never came */
-	atomic_store(&ra->fillers, 0);
+	atomic_store(&ra->helpers, 0); /* those asked for that never came */
 	for (int i = 0; i < ra->nlanes; i++) {
 		if (ra->lane_bad)
 			pool_discard(ra->lanes[i]);

@@ -19,7 +19,10 @@
  *     a window for each, every byte right;
  *   - a handle deregistered while its window's fills are in flight;
  *   - argv[1] "off" (OPENCUFILE_READAHEAD=off): no read is served from a
- *     window.
+ *     window;
+ *   - with OPENCUFILE_READAHEAD_FILLERS set (the _one_filler entry), never
+ *     more engine helpers fill one window at once (the fault-injection
+ *     library's peak count).
  * Each read is checked against what pread returns at that moment.  The
  * counts of reads served from a window come from the fault-injection
  * library (the stand-in build); against the real driver the test links the
@@ -56,8 +59,10 @@ static void aio_pwrite_pattern(int fd, off_t off, size_t len, uint32_t seed)
 	free(buf);
 }
 
-/* ocf_fault_ra_served of the fault-injection library, or NULL. */
+/* ocf_fault_ra_served and ocf_fault_ra_fill_peak of the fault-injection
+ * library, or NULL. */
 static unsigned long (*served_fn)(void);
+static int (*peak_fn)(void);
 
 static unsigned long served(void)
 {
@@ -162,6 +167,7 @@ int main(int argc, char **argv)
 	setenv("OPENCUFILE_IO_THREADS", "8", 0);
 	t_cuda_require();
 	served_fn = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "ocf_fault_ra_served");
+	peak_fn = (int (*)(void))dlsym(RTLD_DEFAULT, "ocf_fault_ra_fill_peak");
 	if (!served_fn)
 		printf("note: no count of reads served from read-ahead (not the fault-injection library)\n");
 	path = t_make_pattern_file(FLEN, 0);
@@ -290,6 +296,17 @@ int main(int argc, char **argv)
 	sequential(&r, 0, FLEN, MAXREQ, "8 MiB in order");
 
 done:
+	if (peak_fn) {
+		/* With a bound, never more helpers filling one window at once. */
+		const char *fill = getenv("OPENCUFILE_READAHEAD_FILLERS");
+		int bound = fill && *fill ? atoi(fill) : 0;
+		printf("most helpers filling one window at once: %d\n", peak_fn());
+		t_set_case("helpers filling one window, OPENCUFILE_READAHEAD_FILLERS=%d", bound);
+		if (bound > 0)
+			T_ASSERT(peak_fn() <= bound);
+		if (!off_mode)
+			T_ASSERT(peak_fn() >= 1);
+	}
 	reader_free(&r);
 	cuFileHandleDeregister(fh);
 	close(fd);
