@@ -117,7 +117,6 @@ static void head_changed(struct async_exec *ex)
 	atomic_store_explicit(&ex->nonempty, ex->head != NULL, memory_order_release);
 }
 
-
 static void *executor_main(void *arg)
 {
 	struct async_exec *ex = arg;
@@ -136,12 +135,7 @@ static void *executor_main(void *arg)
 			spin = false;
 			ex->spinning++;
 			pthread_mutex_unlock(&ex->lock);
-			uint64_t t = ocf_now_ns();
-			do {
-				for (int i = 0; i < 16; i++)
-					ocf_cpu_relax();
-			} while (!atomic_load_explicit(&ex->nonempty, memory_order_acquire) &&
-				 ocf_now_ns() - t < ex->spin_ns);
+			ocf_poll_flag(&ex->nonempty, ex->spin_ns);
 			pthread_mutex_lock(&ex->lock);
 			ex->spinning--;
 			polled = true;

@@ -195,12 +195,7 @@ static void *worker_main(void *arg)
 				spin_ns = 0;
 				spinners++;
 				pthread_mutex_unlock(&q_lock);
-				uint64_t t = ocf_now_ns();
-				do {
-					for (int i = 0; i < 16; i++)
-						ocf_cpu_relax();
-				} while (!atomic_load_explicit(&queue_nonempty, memory_order_acquire) &&
-					 ocf_now_ns() - t < len);
+				ocf_poll_flag(&queue_nonempty, len);
 				pthread_mutex_lock(&q_lock);
 				spinners--;
 				polled = true;

@@ -57,6 +57,17 @@ static inline void ocf_cpu_relax(void)
 #endif
 }
 
+/* Polls *flag until it is set or ns nanoseconds have passed: a thread kept
+ * awake for work that is about to come (engine helpers, batch executors). */
+static inline void ocf_poll_flag(const atomic_bool *flag, uint64_t ns)
+{
+	uint64_t t = ocf_now_ns();
+	do {
+		for (int i = 0; i < 16; i++)
+			ocf_cpu_relax();
+	} while (!atomic_load_explicit(flag, memory_order_acquire) && ocf_now_ns() - t < ns);
+}
+
 /* Sleeps while the futex word *w holds v, at most ns nanoseconds (a
  * wake-up may be missed by a waiter that lost a race: the bound is its
  * safety net). */

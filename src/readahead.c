@@ -374,12 +374,6 @@ static int reserve_helpers(struct ra_win *ra, int want)
 	return n;
 }
 
-/* The engine task: fill queued slots, nearest first, until none is left.
- * A slot queued while every place was taken got no helper of its own
- * (post_fills): a helper looks once more after it gives its place up
- * (seq_cst on both sides) and goes on if it gets a place back; if another
- * took it, that one is asked for or filling and will look in turn, so no
- * queued slot is left to the caller while a helper could have taken it. */
 /* fill_next on a helper, counting the helpers filling at once. */
 static bool helper_fill_next(struct ra_win *ra)
 {
@@ -393,6 +387,12 @@ static bool helper_fill_next(struct ra_win *ra)
 	return r;
 }
 
+/* The engine task: fill queued slots, nearest first, until none is left.
+ * A slot queued while every place was taken got no helper of its own
+ * (post_fills): a helper looks once more after it gives its place up
+ * (seq_cst on both sides) and goes on if it gets a place back; if another
+ * took it, that one is asked for or filling and will look in turn, so no
+ * queued slot is left to the caller while a helper could have taken it. */
 static void fill_task(struct ocf_job *job)
 {
 	struct ra_win *ra = (struct ra_win *)((char *)job - offsetof(struct ra_win, job));
