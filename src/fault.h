@@ -19,6 +19,7 @@
 #define OCF_FAULT_H_
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -123,6 +124,13 @@ unsigned long ocf_fault_ra_served(void);
 /* The most engine helpers seen filling one read-ahead window at once since
  * the process started (OPENCUFILE_READAHEAD_FILLERS bounds it). */
 int ocf_fault_ra_fill_peak(void);
+/* Sets that most back to 0 (a test's next phase counts afresh). */
+void ocf_fault_ra_fill_peak_reset(void);
+/* The processes this one counted filling read-ahead windows on the host
+ * at its last count (hostshare.c; itself included; 0 before it filled),
+ * or -1 where sharing is off (no usable table).  `refresh`: stamp and
+ * count now, as a fill would. */
+int ocf_fault_host_share_peers(bool refresh);
 /* Jobs an engine worker joined while it polled the queue after a job
  * (engine.c: helpers kept awake after a lone caller's short striped read)
  * since the process started. */

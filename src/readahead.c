@@ -68,6 +68,7 @@
 #include "fileio.h"
 #include "gpu.h"
 #include "handle.h"
+#include "hostshare.h"
 #include "internal.h"
 #include "job.h"
 #include "log.h"
@@ -98,8 +99,16 @@
 #define RA_SPIN_NS 20000
 
 /* Helpers filling one window at once (OPENCUFILE_READAHEAD_FILLERS; 0: one
- * per queued buffer).  Set by ra_start. */
+ * per queued buffer, or the share of the host's fillers while other
+ * processes fill too: hostshare.c).  Set by ra_start. */
 static int fill_max;
+
+/* The bound on one window's helpers now: fill_max where set, else the
+ * process's share of the host's (0: none). */
+static int fill_bound(void)
+{
+	return fill_max > 0 ? fill_max : hs_fill_bound();
+}
 
 enum { S_EMPTY, S_QUEUED, S_FILLING, S_READY };
 
@@ -205,6 +214,11 @@ OCF_EXPORT unsigned long ocf_fault_ra_served(void)
 OCF_EXPORT int ocf_fault_ra_fill_peak(void)
 {
 	return atomic_load_explicit(&fill_peak, memory_order_relaxed);
+}
+
+OCF_EXPORT void ocf_fault_ra_fill_peak_reset(void)
+{
+	atomic_store_explicit(&fill_peak, 0, memory_order_relaxed);
 }
 #endif
 
@@ -357,17 +371,18 @@ static bool any_queued(struct ra_win *ra)
 	return false;
 }
 
-/* Reserves up to `want` places among the window's helpers (fill_max bounds
- * them when set); returns how many it got. */
+/* Reserves up to `want` places among the window's helpers (fill_bound
+ * bounds them when it is set); returns how many it got. */
 static int reserve_helpers(struct ra_win *ra, int want)
 {
-	if (fill_max <= 0) {
+	int bound = fill_bound();
+	if (bound <= 0) {
 		atomic_fetch_add(&ra->helpers, want);
 		return want;
 	}
 	int cur = atomic_load(&ra->helpers), n;
 	do {
-		n = OCF_MIN(want, fill_max - cur);
+		n = OCF_MIN(want, bound - cur);
 		if (n <= 0)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&ra->helpers, &cur, cur + n));
@@ -387,6 +402,21 @@ static bool helper_fill_next(struct ra_win *ra)
 	return r;
 }
 
+/* A helper gives its place up when more are counted than the bound allows
+ * now (the bound shrank: another process began to fill).  The helpers
+ * that stay are counted, so each looks for queued slots in turn. */
+static bool leave_above_bound(struct ra_win *ra)
+{
+	int bound = fill_bound();
+	if (bound <= 0)
+		return false;
+	int cur = atomic_load(&ra->helpers);
+	while (cur > bound)
+		if (atomic_compare_exchange_weak(&ra->helpers, &cur, cur - 1))
+			return true;
+	return false;
+}
+
 /* The engine task: fill queued slots, nearest first, until none is left.
  * A slot queued while every place was taken got no helper of its own
  * (post_fills): a helper looks once more after it gives its place up
@@ -398,6 +428,8 @@ static void fill_task(struct ocf_job *job)
 	struct ra_win *ra = (struct ra_win *)((char *)job - offsetof(struct ra_win, job));
 	/* Counted already: post_fills reserved this helper's place. */
 	for (;;) {
+		if (leave_above_bound(ra))
+			return;
 		if (helper_fill_next(ra))
 			continue;
 		atomic_fetch_sub(&ra->helpers, 1);
@@ -826,6 +858,7 @@ void ra_start(void)
 	const char *e = ocf_getenv("OPENCUFILE_READAHEAD");
 	bool on = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
 	fill_max = (int)OCF_MIN(ocf_env_num("OPENCUFILE_READAHEAD_FILLERS", 0), (size_t)RA_SLOTS_MAX);
+	hs_start();
 	engine_set_read_hook(on ? ra_read : NULL);
 	pool_set_reclaim(on ? ra_reclaim : NULL);
 }
@@ -835,6 +868,7 @@ void ra_stop(void)
 	engine_set_read_hook(NULL);
 	pool_set_reclaim(NULL);
 	ticker_stop(&ticker);
+	hs_stop();
 }
 
 static struct ocf_ra *ra_create(struct ocf_handle *h)
