@@ -118,6 +118,9 @@ void ocf_fault_on_call(enum ocf_fault_call call, void (*fn)(void));
 /* SIGBUS faults the mapped copies (filemap.c) caught since the process
  * started. */
 unsigned long ocf_fault_mapped_caught(void);
+/* Mapped copies made with streaming stores (not the bulk chunks', which
+ * use ordinary stores) since the process started. */
+unsigned long ocf_fault_mapped_streamed(void);
 /* Reads served from read-ahead windows (readahead.c) since the process
  * started. */
 unsigned long ocf_fault_ra_served(void);

@@ -57,9 +57,10 @@ struct fio_op {
 
 /* The calling thread's next staged reads are bulk (on): chunks of a request
  * split among participants while more than twice one request's
- * participants run, so that the bus, not the wait for a copy, is the limit.  Their
- * cached bytes are then copied with preadv2, not through the file's
- * mapping (filemap.c, "When streaming stores lose"). */
+ * participants run, so that the bus, not the wait for a copy, is the limit.
+ * Their cached bytes are then copied through the file's mapping with
+ * ordinary stores, not streaming ones (filemap.c, "When streaming stores
+ * lose"). */
 void fio_bulk_reads(bool on);
 
 /* Plans the read of [off, off+n) into the slot at slot->buf +

@@ -61,11 +61,15 @@
  * and the bus is the limit (one 4 GiB call, 16 callers of 16 MiB: ~47 GB/s
  * with ordinary stores, 40-46 streaming): the staging buffers then go to
  * memory and back, where ordinary stores leave much of them in the
- * last-level cache for the DMA; ordinary stores through the mapping were
- * level with preadv2 there, the mapping's page faults costing what pread's
- * page-cache walk does.  So the engine marks the chunks of a request split
- * among participants, read while more than twice one request's
- * participants run (fio_bulk_reads), and those are left to preadv2.
+ * last-level cache for the DMA.  So the engine marks the chunks of a
+ * request split among participants, read while more than twice one
+ * request's participants run (fio_bulk_reads), and those are copied
+ * through the mapping with ordinary stores: level with preadv2 in one
+ * process (the mapping's page faults cost what pread's page-cache walk
+ * does) at a tenth less CPU, and 10-20 % faster with two processes
+ * reading at once on the two-GPU host, where memory bandwidth is shared
+ * (docs/benchmarks.md, 2026-11-28).  OPENCUFILE_MAPPED_BULK=off leaves
+ * them to preadv2.
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
  * truncated between the size check and the copy, or reading an evicted
@@ -194,7 +198,7 @@ __attribute__((target("avx512f"))) static void copy_avx512(char *dst, const char
 
 static struct {
 	bool on;
-	bool streaming; /* the copy bypasses the caches */
+	bool bulk; /* bulk chunks copied too (with ordinary stores) */
 	copy_fn copy;
 	const char *name;
 } cfg;
@@ -204,6 +208,8 @@ static void read_cfg(void)
 {
 	const char *env = ocf_getenv("OPENCUFILE_MAPPED_READS");
 	cfg.on = true;
+	const char *b = ocf_getenv("OPENCUFILE_MAPPED_BULK");
+	cfg.bulk = !(b && (!strcmp(b, "0") || !strcmp(b, "off")));
 	cfg.copy = copy_plain;
 	cfg.name = "plain";
 	if (env && (!strcmp(env, "0") || !strcmp(env, "off"))) {
@@ -229,8 +235,8 @@ static void read_cfg(void)
 	else if (strcmp(want, "plain"))
 		cfg.copy = copy_sse2, cfg.name = "sse2";
 #endif
-	cfg.streaming = cfg.copy != copy_plain;
-	log_debug("mapped reads: on, %s copies", cfg.name);
+	log_debug("mapped reads: on, %s copies; bulk chunks %s", cfg.name,
+		  cfg.bulk ? "with ordinary stores" : "by preadv2");
 }
 
 /* ------------------------------------------------------------------ SIGBUS */
@@ -322,9 +328,9 @@ static bool faults_catchable(void)
 	return true;
 }
 
-/* Copies n bytes from src (inside a window) to dst; false if a page fault
- * raised SIGBUS (dst may hold part of the bytes). */
-static bool guarded_copy(char *dst, const char *src, size_t n)
+/* Copies n bytes from src (inside a window) to dst with `copy`; false if a
+ * page fault raised SIGBUS (dst may hold part of the bytes). */
+static bool guarded_copy(copy_fn copy, char *dst, const char *src, size_t n)
 {
 	struct guard g;
 	g.lo = src;
@@ -341,7 +347,7 @@ static bool guarded_copy(char *dst, const char *src, size_t n)
 	}
 	__atomic_store_n(&cur_guard, &g, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	cfg.copy(dst, src, n);
+	copy(dst, src, n);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&cur_guard, NULL, __ATOMIC_RELAXED);
 	return true;
@@ -485,12 +491,18 @@ static void served(struct ocf_fmap *m, int slot, size_t n)
 
 static __thread bool bulk;	    /* this thread's reads are bulk (fio_bulk_reads) */
 static unsigned long faults_caught; /* atomic: SIGBUS caught in copies */
+static unsigned long streamed;	    /* atomic: copies with streaming stores */
 
 #ifdef OCF_FAULT_INJECTION
-/* fault.h's test control: defined here, where the count is. */
+/* fault.h's test controls: defined here, where the counts are. */
 OCF_EXPORT unsigned long ocf_fault_mapped_caught(void)
 {
 	return __atomic_load_n(&faults_caught, __ATOMIC_RELAXED);
+}
+
+OCF_EXPORT unsigned long ocf_fault_mapped_streamed(void)
+{
+	return __atomic_load_n(&streamed, __ATOMIC_RELAXED);
 }
 #endif
 
@@ -499,11 +511,11 @@ void fmap_bulk(bool on)
 	bulk = on;
 }
 
-static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n);
+static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *dst, off_t off, size_t n);
 
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
-	if (!m || off < 0 || bulk)
+	if (!m || off < 0 || (bulk && !cfg.bulk))
 		return -1;
 	if (!faults_catchable())
 		return -1;
@@ -515,8 +527,10 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 	n = (size_t)OCF_MIN((uint64_t)n, (uint64_t)(st.st_size - off));
 	if (fault_errno(OCF_FAULT_MAPPED))
 		return -1; /* a test's stand-in for a fault in the copy */
-	ssize_t r = copy_windows(m, dst, off, n);
-	if (r > 0 && cfg.streaming) {
+	copy_fn copy = bulk ? copy_plain : cfg.copy;
+	ssize_t r = copy_windows(m, copy, dst, off, n);
+	if (r > 0 && copy != copy_plain) {
+		__atomic_fetch_add(&streamed, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&streamed_lo, dst, __ATOMIC_RELAXED);
 		__atomic_store_n(&streamed_hi, dst + n, __ATOMIC_RELAXED);
 	}
@@ -524,7 +538,7 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 }
 
 /* fmap_copy's copy of [off, off+n), n > 0, window by window. */
-static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
+static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *dst, off_t off, size_t n)
 {
 	size_t done = 0;
 	while (done < n) {
@@ -535,7 +549,7 @@ static ssize_t copy_windows(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 			return -1;
 		size_t in = (size_t)(at & (WIN_SIZE - 1));
 		size_t k = OCF_MIN(n - done, WIN_SIZE - in);
-		if (!guarded_copy(dst + done, b + in, k)) {
+		if (!guarded_copy(copy, dst + done, b + in, k)) {
 			__atomic_fetch_add(&faults_caught, 1, __ATOMIC_RELAXED);
 			log_debug(
 			    "fd %d: fault copying %zu bytes at %llu through the mapping: read with pread",
