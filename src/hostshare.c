@@ -15,25 +15,34 @@
  * max(1, fillers / k) helpers; a process alone keeps no bound.
  *
  * How processes see each other: a table of HS_SLOTS slots in a file of
- * the user's own in /dev/shm (OPENCUFILE_SHM_DIR), mapped shared.  A
- * process takes a slot (its pid, by compare-and-swap) the first time it
- * fills and, at most every HS_PERIOD_NS while it fills, stamps the slot
- * "active until now + HS_ACTIVE_NS" and counts the slots active now.  No
- * lock: every word is an atomic of its own; the worst a torn view can do
- * is count a process one period too long or too short.  A process gives
- * its slot back at driver close; one that died keeps it until its stamp
- * has been stale for HS_RECLAIM_NS, when another may take it over.
+ * the user's own in /dev/shm (OPENCUFILE_SHM_DIR), mapped shared.  A slot
+ * is one 64-bit word: a token the process drew at driver open (24 bits,
+ * never 0) and the CLOCK_MONOTONIC millisecond until which it counts as
+ * filling (40 bits).  Every change is one compare-and-swap of that word,
+ * so a slot is taken and stamped at once, stamped only by its owner (the
+ * swap expects the owner's token) and given back only by it.  A process
+ * takes a slot at its first fill decision (a free one: zero, stale for
+ * HS_RECLAIM_MS - its process died without giving it back -, or stamped
+ * implausibly far ahead) and, at most every HS_PERIOD_NS while it fills,
+ * stamps it HS_ACTIVE_MS ahead (OPENCUFILE_HOST_SHARE_ACTIVE_MS) and counts
+ * the slots stamped ahead of now (by at most HS_CAP_MS, whatever the
+ * counting process's own setting).  One thread of the process does this at
+ * a time (a try-lock; the others use the last count).  A process that
+ * finds no free slot counts itself, uncounted by the others; one with
+ * OPENCUFILE_READAHEAD_FILLERS set has a fixed bound and stamps nothing.
  *
  * What cannot be trusted: the file may be made by anyone who can write the
  * directory.  It is opened without following links, used only if it is a
- * regular file of this user writable by no one else, and only if its
- * header is ours (magic and layout); otherwise, or where the directory is
- * missing (a container without /dev/shm), each process counts itself
- * alone, which is the behaviour without sharing.  A stamp far in the
- * future (a clock of another time namespace, a scribble) is not counted.
- * A process of this user that truncates the file under a mapping would
- * make the next stamp fault: the file's name carries its layout's version
- * so that no build of the library does so.
+ * regular file of this user with one link, writable by no one else, of the
+ * table's size (grown only from empty), with our magic (the layout's
+ * version is in the name and the magic, which is set by one swap from zero
+ * on a new, all-zero table); otherwise, or where the directory is missing
+ * (a container without /dev/shm), each process counts itself alone, which
+ * is the behaviour without sharing.  A slot holding garbage is at worst
+ * counted for HS_CAP_MS and then taken over.  A process of this user that
+ * truncates the file under a mapping would make the next stamp fault: the
+ * file's name carries its layout's version so that no build of the
+ * library does so.
  */
 #define _GNU_SOURCE
 #include "hostshare.h"
@@ -52,35 +61,28 @@
 #include "internal.h"
 #include "log.h"
 
-#define HS_MAGIC 0x6f63662d66696c31ull /* "ocf-fil1" */
-#define HS_VERSION 1u
+#define HS_MAGIC 0x6f63662d66696c32ull /* "ocf-fil2" */
+#define HS_VERSION 2u
 #define HS_SLOTS 64
 /* A process restamps and recounts at most this often. */
 #define HS_PERIOD_NS 5000000ull
 /* A process counts as filling for this long after its last stamp
- * (OPENCUFILE_HOST_SHARE_ACTIVE_MS). */
-#define HS_ACTIVE_NS 200000000ull
-/* A slot whose stamp is this old may be taken over (its process died
- * without giving it back). */
-#define HS_RECLAIM_NS 10000000000ull
+ * (OPENCUFILE_HOST_SHARE_ACTIVE_MS), at most HS_CAP_MS. */
+#define HS_ACTIVE_MS 200ull
+#define HS_CAP_MS 3600000ull
+/* A slot stale for this long may be taken over (its process died without
+ * giving it back). */
+#define HS_RECLAIM_MS 10000ull
 #define HS_FILLERS_DEFAULT 8
 
-struct hs_slot {
-	_Atomic int32_t pid;
-	int32_t unused;
-	_Atomic uint64_t until_ns;
-	char pad[48];
-};
+#define HS_TIME_BITS 40
+#define HS_TIME_MASK ((1ull << HS_TIME_BITS) - 1)
 
 struct hs_table {
 	_Atomic uint64_t magic;
-	_Atomic uint32_t version;
-	_Atomic uint32_t nslots;
-	char pad[48];
-	struct hs_slot slot[HS_SLOTS];
+	char pad[56];
+	_Atomic uint64_t slot[HS_SLOTS][8]; /* one word used a cache line */
 };
-
-_Static_assert(sizeof(struct hs_slot) == 64, "one cache line a slot");
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 /* 0: not tried since the driver opened; 1: mapped; -1: off. */
@@ -88,22 +90,50 @@ static _Atomic int state;
 static struct hs_table *table;
 static size_t table_len;
 static int fillers;
-static uint64_t active_ns;
-/* This process's slot and the pid that took it (a forked child has
- * another pid and takes its own). */
-static _Atomic int my_slot = -1;
-static _Atomic int32_t my_pid;
+static uint64_t active_ms;
+/* The stamp and count: one thread at a time (try-lock); my_slot and
+ * my_token belong to it. */
+static pthread_mutex_t stamp_lock = PTHREAD_MUTEX_INITIALIZER;
+static int my_slot = -1;
+static uint64_t my_token;
 static _Atomic uint64_t next_ns;
 static _Atomic int cached_bound;
 static _Atomic int last_peers;
 
+static _Atomic uint64_t *slot_word(int k)
+{
+	return &table->slot[k][0];
+}
+
+/* How far ahead of now (ms, 40-bit wrapping) a word is stamped; negative:
+ * stale by that much. */
+static int64_t ahead_ms(uint64_t w, uint64_t now)
+{
+	uint64_t d = ((w & HS_TIME_MASK) - (now & HS_TIME_MASK)) & HS_TIME_MASK;
+	return d >= (1ull << (HS_TIME_BITS - 1)) ? (int64_t)d - (int64_t)(1ull << HS_TIME_BITS) : (int64_t)d;
+}
+
+static bool counted(uint64_t w, uint64_t now)
+{
+	int64_t a = ahead_ms(w, now);
+	return w != 0 && a > 0 && (uint64_t)a <= HS_CAP_MS;
+}
+
+static bool takeable(uint64_t w, uint64_t now)
+{
+	int64_t a = ahead_ms(w, now);
+	return w == 0 || (a < 0 && (uint64_t)-a > HS_RECLAIM_MS) || (a > 0 && (uint64_t)a > HS_CAP_MS);
+}
+
 static bool table_usable(int fd, struct stat *st)
 {
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 022))
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 022) ||
+	    st->st_nlink != 1)
 		return false;
-	if ((size_t)st->st_size < table_len && ftruncate(fd, (off_t)table_len) != 0)
+	/* Grown only from empty: a file of another size is not a table. */
+	if (st->st_size == 0 && ftruncate(fd, (off_t)table_len) != 0)
 		return false;
-	return fstat(fd, st) == 0 && (size_t)st->st_size >= table_len;
+	return fstat(fd, st) == 0 && (size_t)st->st_size == table_len;
 }
 
 /* Maps the table (once per driver open); false where sharing is off. */
@@ -138,22 +168,19 @@ static bool map_table(void)
 		} else {
 			struct hs_table *t = m;
 			uint64_t zero = 0;
-			if (atomic_compare_exchange_strong(&t->magic, &zero, HS_MAGIC)) {
-				atomic_store(&t->version, HS_VERSION);
-				atomic_store(&t->nslots, HS_SLOTS);
-			}
-			/* A table another process is setting up this instant
-			 * shows its magic before its layout: that process
-			 * counts itself alone until the driver opens again. */
-			if (atomic_load(&t->magic) == HS_MAGIC && atomic_load(&t->version) == HS_VERSION &&
-			    atomic_load(&t->nslots) == HS_SLOTS) {
+			/* A new table is all zero: its slots are free the
+			 * moment the magic is in place. */
+			atomic_compare_exchange_strong(&t->magic, &zero, HS_MAGIC);
+			if (atomic_load(&t->magic) == HS_MAGIC) {
 				table = t;
 				s = 1;
 				log_info("read-ahead fillers shared with the other processes of %s: %d for the host", path,
 					 fillers);
 			} else {
 				munmap(m, table_len);
-				log_info("read-ahead fillers not shared with other processes: %s has another layout", path);
+				log_info("read-ahead fillers not shared with other processes: %s is not a table of this "
+					 "version",
+					 path);
 			}
 		}
 	}
@@ -164,38 +191,49 @@ static bool map_table(void)
 	return s > 0;
 }
 
-/* This process's slot, taken if it has none (or lost it: a forked child,
- * or a slot taken over while this process was idle for HS_RECLAIM_NS). */
-static struct hs_slot *own_slot(uint64_t now)
+/* Stamps this process's slot `until`, taking a free one if it has none or
+ * lost it (taken over while this process was idle for HS_RECLAIM_MS).
+ * False when every slot is taken.  Under stamp_lock. */
+static bool stamp(uint64_t now)
 {
-	int32_t me = (int32_t)getpid();
-	int i = atomic_load(&my_slot);
-	if (i >= 0 && atomic_load(&my_pid) == me && atomic_load(&table->slot[i].pid) == me)
-		return &table->slot[i];
+	uint64_t mine = my_token | ((now + active_ms) & HS_TIME_MASK);
+	if (my_slot >= 0) {
+		_Atomic uint64_t *w = slot_word(my_slot);
+		uint64_t old = atomic_load(w);
+		while ((old & ~HS_TIME_MASK) == my_token)
+			if (atomic_compare_exchange_weak(w, &old, mine))
+				return true;
+		my_slot = -1;
+	}
 	for (int k = 0; k < HS_SLOTS; k++) {
-		struct hs_slot *sl = &table->slot[k];
-		int32_t p = atomic_load(&sl->pid);
-		uint64_t u = atomic_load(&sl->until_ns);
-		bool free_slot = p == 0 || (u + HS_RECLAIM_NS < now && u < now);
-		if (free_slot && atomic_compare_exchange_strong(&sl->pid, &p, me)) {
-			atomic_store(&my_slot, k);
-			atomic_store(&my_pid, me);
-			return sl;
+		_Atomic uint64_t *w = slot_word(k);
+		uint64_t old = atomic_load(w);
+		if (takeable(old, now) && atomic_compare_exchange_strong(w, &old, mine)) {
+			my_slot = k;
+			return true;
 		}
 	}
-	return NULL; /* every slot taken: this process counts, uncounted */
+	return false;
 }
 
 static int count_active(uint64_t now)
 {
 	int n = 0;
-	for (int k = 0; k < HS_SLOTS; k++) {
-		struct hs_slot *sl = &table->slot[k];
-		uint64_t u = atomic_load_explicit(&sl->until_ns, memory_order_relaxed);
-		if (atomic_load_explicit(&sl->pid, memory_order_relaxed) != 0 && u > now && u - now <= 2 * active_ns)
-			n++;
-	}
+	for (int k = 0; k < HS_SLOTS; k++)
+		n += counted(atomic_load_explicit(slot_word(k), memory_order_relaxed), now);
 	return n;
+}
+
+/* Stamps and counts; returns the bound.  Under stamp_lock. */
+static int update(uint64_t now_ns)
+{
+	uint64_t ms = now_ns / 1000000u;
+	bool in_table = stamp(ms);
+	int peers = count_active(ms) + (in_table ? 0 : 1);
+	int bound = peers <= 1 ? 0 : OCF_MAX(1, fillers / peers);
+	atomic_store(&last_peers, peers);
+	atomic_store(&cached_bound, bound);
+	return bound;
 }
 
 int hs_fill_bound(void)
@@ -207,13 +245,10 @@ int hs_fill_bound(void)
 		return atomic_load_explicit(&cached_bound, memory_order_relaxed);
 	if (!map_table())
 		return 0;
-	struct hs_slot *mine = own_slot(now);
-	if (mine)
-		atomic_store(&mine->until_ns, now + active_ns);
-	int peers = count_active(now) + (mine ? 0 : 1);
-	int bound = peers <= 1 ? 0 : OCF_MAX(1, fillers / peers);
-	atomic_store(&last_peers, peers);
-	atomic_store(&cached_bound, bound);
+	if (pthread_mutex_trylock(&stamp_lock) != 0)
+		return atomic_load_explicit(&cached_bound, memory_order_relaxed);
+	int bound = update(now);
+	pthread_mutex_unlock(&stamp_lock);
 	return bound;
 }
 
@@ -221,11 +256,18 @@ void hs_start(void)
 {
 	size_t f = ocf_env_num("OPENCUFILE_READAHEAD_HOST_FILLERS", HS_FILLERS_DEFAULT);
 	fillers = (int)OCF_MIN(f, (size_t)1024);
-	active_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_HOST_SHARE_ACTIVE_MS", HS_ACTIVE_NS / 1000000),
-				      (size_t)3600000) *
-		    1000000ull;
-	if (!active_ns)
-		active_ns = HS_ACTIVE_NS;
+	active_ms = OCF_MIN(ocf_env_num("OPENCUFILE_HOST_SHARE_ACTIVE_MS", HS_ACTIVE_MS), (size_t)HS_CAP_MS);
+	if (!active_ms)
+		active_ms = HS_ACTIVE_MS;
+	/* A token of this open: pid and time mixed (processes of other pid
+	 * namespaces may share the directory), never 0. */
+	uint64_t x = ((uint64_t)getpid() << 32) ^ ocf_now_ns() ^ (uint64_t)(uintptr_t)&x;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	uint64_t tok = x & ((1ull << (64 - HS_TIME_BITS)) - 1);
+	my_token = (tok ? tok : 1) << HS_TIME_BITS;
+	my_slot = -1;
 	atomic_store(&next_ns, 0);
 	atomic_store(&cached_bound, 0);
 	atomic_store(&last_peers, 0);
@@ -234,18 +276,20 @@ void hs_start(void)
 void hs_stop(void)
 {
 	pthread_mutex_lock(&map_lock);
-	if (table) {
-		int i = atomic_load(&my_slot);
-		int32_t me = (int32_t)getpid();
-		if (i >= 0 && atomic_load(&my_pid) == me) {
-			atomic_store(&table->slot[i].until_ns, 0);
-			atomic_compare_exchange_strong(&table->slot[i].pid, &me, 0);
-		}
-		munmap(table, table_len);
-		table = NULL;
+	pthread_mutex_lock(&stamp_lock);
+	if (table && my_slot >= 0) {
+		/* Given back only if still ours. */
+		_Atomic uint64_t *w = slot_word(my_slot);
+		uint64_t old = atomic_load(w);
+		while ((old & ~HS_TIME_MASK) == my_token && !atomic_compare_exchange_weak(w, &old, 0))
+			;
 	}
-	atomic_store(&my_slot, -1);
+	if (table)
+		munmap(table, table_len);
+	table = NULL;
+	my_slot = -1;
 	atomic_store(&state, 0);
+	pthread_mutex_unlock(&stamp_lock);
 	pthread_mutex_unlock(&map_lock);
 }
 
@@ -253,9 +297,10 @@ void hs_stop(void)
 #include "fault.h"
 OCF_EXPORT int ocf_fault_host_share_peers(bool refresh)
 {
-	if (refresh) {
-		atomic_store(&next_ns, 0);
-		hs_fill_bound();
+	if (refresh && fillers > 0 && map_table()) {
+		pthread_mutex_lock(&stamp_lock);
+		update(ocf_now_ns());
+		pthread_mutex_unlock(&stamp_lock);
 	}
 	return atomic_load(&state) < 0 ? -1 : atomic_load(&last_peers);
 }

@@ -178,7 +178,9 @@ struct ra_win {
 	_Atomic uint32_t filled; /* futex word: bumped at the end of each fill */
 	/* Helpers asked for and not yet started, and helpers filling: one
 	 * count, reserved before a helper is asked for or goes on, so that it
-	 * never passes fill_max (post_fills, fill_task). */
+	 * never passes the bound (post_fills, fill_task); a bound that shrank
+	 * (hostshare.c) is passed until helpers above it find no queued slot
+	 * and give their places up. */
 	_Atomic int helpers;
 	_Atomic int filling; /* helpers in fill_slot now (fill_peak) */
 	_Atomic uint32_t sleepers;
@@ -402,21 +404,6 @@ static bool helper_fill_next(struct ra_win *ra)
 	return r;
 }
 
-/* A helper gives its place up when more are counted than the bound allows
- * now (the bound shrank: another process began to fill).  The helpers
- * that stay are counted, so each looks for queued slots in turn. */
-static bool leave_above_bound(struct ra_win *ra)
-{
-	int bound = fill_bound();
-	if (bound <= 0)
-		return false;
-	int cur = atomic_load(&ra->helpers);
-	while (cur > bound)
-		if (atomic_compare_exchange_weak(&ra->helpers, &cur, cur - 1))
-			return true;
-	return false;
-}
-
 /* The engine task: fill queued slots, nearest first, until none is left.
  * A slot queued while every place was taken got no helper of its own
  * (post_fills): a helper looks once more after it gives its place up
@@ -428,8 +415,6 @@ static void fill_task(struct ocf_job *job)
 	struct ra_win *ra = (struct ra_win *)((char *)job - offsetof(struct ra_win, job));
 	/* Counted already: post_fills reserved this helper's place. */
 	for (;;) {
-		if (leave_above_bound(ra))
-			return;
 		if (helper_fill_next(ra))
 			continue;
 		atomic_fetch_sub(&ra->helpers, 1);
@@ -439,7 +424,7 @@ static void fill_task(struct ocf_job *job)
 }
 
 /* Asks the engine for helpers for `queued` newly queued slots, no more than
- * keep fill_max filling at once: page-cache copies are bound by memory
+ * keep fill_bound() filling at once: page-cache copies are bound by memory
  * bandwidth, and more threads copying at once only make each slower and
  * spend more CPU per byte.  False when no helper could be asked for and
  * none is counted (asked for or filling) that will take the slots. */
