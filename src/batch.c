@@ -646,12 +646,7 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 			}
 			if (len) {
 				pthread_mutex_unlock(&b->lock);
-				uint64_t t = ocf_now_ns();
-				do {
-					for (int i = 0; i < 16; i++)
-						ocf_cpu_relax();
-				} while (atomic_load_explicit(&b->ndone_pub, memory_order_acquire) < want &&
-					 ocf_now_ns() - t < len);
+				OCF_POLL_UNTIL(atomic_load_explicit(&b->ndone_pub, memory_order_acquire) >= want, len);
 				pthread_mutex_lock(&b->lock);
 				continue;
 			}

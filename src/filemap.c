@@ -208,11 +208,10 @@ static void read_cfg(void)
 {
 	const char *env = ocf_getenv("OPENCUFILE_MAPPED_READS");
 	cfg.on = true;
-	const char *b = ocf_getenv("OPENCUFILE_MAPPED_BULK");
-	cfg.bulk = !(b && (!strcmp(b, "0") || !strcmp(b, "off")));
+	cfg.bulk = !ocf_env_off("OPENCUFILE_MAPPED_BULK");
 	cfg.copy = copy_plain;
 	cfg.name = "plain";
-	if (env && (!strcmp(env, "0") || !strcmp(env, "off"))) {
+	if (ocf_env_off("OPENCUFILE_MAPPED_READS")) {
 		cfg.on = false;
 		log_debug("mapped reads: off (OPENCUFILE_MAPPED_READS)");
 		return;

@@ -191,6 +191,18 @@ static bool map_table(void)
 	return s > 0;
 }
 
+/* Sets this process's slot to `v` if the slot is still ours; false if
+ * another process took it over. */
+static bool set_if_mine(int k, uint64_t v)
+{
+	_Atomic uint64_t *w = slot_word(k);
+	uint64_t old = atomic_load(w);
+	while ((old & ~HS_TIME_MASK) == my_token)
+		if (atomic_compare_exchange_weak(w, &old, v))
+			return true;
+	return false;
+}
+
 /* Stamps this process's slot `until`, taking a free one if it has none or
  * lost it (taken over while this process was idle for HS_RECLAIM_MS).
  * False when every slot is taken.  Under stamp_lock. */
@@ -198,11 +210,8 @@ static bool stamp(uint64_t now)
 {
 	uint64_t mine = my_token | ((now + active_ms) & HS_TIME_MASK);
 	if (my_slot >= 0) {
-		_Atomic uint64_t *w = slot_word(my_slot);
-		uint64_t old = atomic_load(w);
-		while ((old & ~HS_TIME_MASK) == my_token)
-			if (atomic_compare_exchange_weak(w, &old, mine))
-				return true;
+		if (set_if_mine(my_slot, mine))
+			return true;
 		my_slot = -1;
 	}
 	for (int k = 0; k < HS_SLOTS; k++) {
@@ -277,15 +286,11 @@ void hs_stop(void)
 {
 	pthread_mutex_lock(&map_lock);
 	pthread_mutex_lock(&stamp_lock);
-	if (table && my_slot >= 0) {
-		/* Given back only if still ours. */
-		_Atomic uint64_t *w = slot_word(my_slot);
-		uint64_t old = atomic_load(w);
-		while ((old & ~HS_TIME_MASK) == my_token && !atomic_compare_exchange_weak(w, &old, 0))
-			;
-	}
-	if (table)
+	if (table) {
+		if (my_slot >= 0)
+			set_if_mine(my_slot, 0); /* given back only if still ours */
 		munmap(table, table_len);
+	}
 	table = NULL;
 	my_slot = -1;
 	atomic_store(&state, 0);

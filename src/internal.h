@@ -57,15 +57,22 @@ static inline void ocf_cpu_relax(void)
 #endif
 }
 
+/* Polls until `cond` holds or ns nanoseconds have passed, pausing between
+ * looks: a thread kept awake for something about to happen. */
+#define OCF_POLL_UNTIL(cond, ns)                                              \
+	do {                                                                  \
+		uint64_t ocf_t0_ = ocf_now_ns();                              \
+		do {                                                          \
+			for (int ocf_i_ = 0; ocf_i_ < 16; ocf_i_++)           \
+				ocf_cpu_relax();                              \
+		} while (!(cond) && ocf_now_ns() - ocf_t0_ < (ns));          \
+	} while (0)
+
 /* Polls *flag until it is set or ns nanoseconds have passed: a thread kept
  * awake for work that is about to come (engine helpers, batch executors). */
 static inline void ocf_poll_flag(const atomic_bool *flag, uint64_t ns)
 {
-	uint64_t t = ocf_now_ns();
-	do {
-		for (int i = 0; i < 16; i++)
-			ocf_cpu_relax();
-	} while (!atomic_load_explicit(flag, memory_order_acquire) && ocf_now_ns() - t < ns);
+	OCF_POLL_UNTIL(atomic_load_explicit(flag, memory_order_acquire), ns);
 }
 
 /* Sleeps while the futex word *w holds v, at most ns nanoseconds (a
@@ -98,6 +105,9 @@ bool ocf_under_valgrind(void);
 size_t ocf_env_kb(const char *name, size_t def_kb);
 /* The same for a plain number (a count, microseconds). */
 size_t ocf_env_num(const char *name, size_t def);
+/* Whether an on/off environment variable says off ("off" or "0"); unset
+ * or anything else: on. */
+bool ocf_env_off(const char *name);
 /* ocf_env_kb, read at the first call and kept in *cache, which starts as
  * (size_t)-1.  Threads may race on the first call: each stores the same
  * value. */

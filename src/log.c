@@ -76,6 +76,12 @@ size_t ocf_env_num(const char *name, size_t def)
 	return env_number(name, def, "a number");
 }
 
+bool ocf_env_off(const char *name)
+{
+	const char *e = ocf_getenv(name);
+	return e && (!strcmp(e, "off") || !strcmp(e, "0"));
+}
+
 size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)
 {
 	size_t cur = __atomic_load_n(cache, __ATOMIC_RELAXED);

@@ -840,8 +840,7 @@ static void ra_reclaim(struct ocf_pool *pool)
 
 void ra_start(void)
 {
-	const char *e = ocf_getenv("OPENCUFILE_READAHEAD");
-	bool on = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
+	bool on = !ocf_env_off("OPENCUFILE_READAHEAD");
 	fill_max = (int)OCF_MIN(ocf_env_num("OPENCUFILE_READAHEAD_FILLERS", 0), (size_t)RA_SLOTS_MAX);
 	hs_start();
 	engine_set_read_hook(on ? ra_read : NULL);

@@ -166,6 +166,19 @@ static inline void t_batch_collect(CUfileBatchHandle_t b, unsigned n, CUfileIOEv
 	}
 }
 
+/* Collects exactly n events, each GetStatus call with min_nr = what is
+ * left and no timeout (the wait of gdsio -W wait): a lost completion hangs
+ * here, until the test's own timeout. */
+static inline void t_batch_collect_untimed(CUfileBatchHandle_t b, unsigned n, CUfileIOEvents_t *ev)
+{
+	unsigned got = 0;
+	while (got < n) {
+		unsigned nr = n - got;
+		T_CUFILE_OK(cuFileBatchIOGetStatus(b, nr, &nr, ev + got, NULL));
+		got += nr;
+	}
+}
+
 /* Host functions queued before and after an asynchronous operation on a
  * stream: they record the order they ran in and what *watch (the
  * operation's *bytes_p) held when the one after ran. */

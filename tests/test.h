@@ -1101,6 +1101,24 @@ static inline void t_mem_get(const struct t_mem *m, size_t off, void *dst, size_
 		memcpy(dst, (uint8_t *)m->ptr + off, len);
 }
 
+/* Checks n reads that landed in slots of `slot` bytes of m: slot i holds
+ * the file's bytes (pattern 0 from file offset foff[i]), size[i] of them,
+ * at guard + boff[i], and poison everywhere else; fails the test if not. */
+static inline void t_check_slots(const struct t_mem *m, unsigned n, size_t slot, size_t guard, const size_t *size,
+				 const off_t *foff, const off_t *boff, const char *what)
+{
+	uint8_t *v = malloc(slot);
+	T_ASSERT(v != NULL);
+	for (unsigned i = 0; i < n; i++) {
+		t_set_case("%s: read of %zu at file offset %lld into buffer offset %lld", what, size[i],
+			   (long long)foff[i], (long long)boff[i]);
+		t_mem_get(m, (size_t)i * slot, v, slot);
+		if (t_check_guarded(v, slot, guard + (size_t)boff[i], size[i], (uint64_t)foff[i], 0))
+			T_FAIL("bad read");
+	}
+	free(v);
+}
+
 /* Copies host memory src into [off, off+len) of the buffer. */
 static inline void t_mem_put(struct t_mem *m, size_t off, const void *src, size_t len)
 {

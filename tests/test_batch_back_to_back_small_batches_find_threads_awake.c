@@ -68,12 +68,7 @@ static void round_of_batches(CUfileBatchHandle_t b, CUfileHandle_t fh, struct t_
 		}
 		T_CUFILE_OK(cuFileBatchIOSubmit(b, NE, io, 0));
 		CUfileIOEvents_t ev[NE];
-		unsigned got = 0;
-		while (got < NE) {
-			unsigned nr = NE - got;
-			T_CUFILE_OK(cuFileBatchIOGetStatus(b, nr, &nr, ev + got, NULL));
-			got += nr;
-		}
+		t_batch_collect_untimed(b, NE, ev);
 		for (unsigned i = 0; i < NE; i++) {
 			uintptr_t c = (uintptr_t)ev[i].cookie;
 			T_ASSERT(c >= k * NE + 1 && c <= (k + 1) * NE);
@@ -82,17 +77,7 @@ static void round_of_batches(CUfileBatchHandle_t b, CUfileHandle_t fh, struct t_
 			T_EQ_U(ev[i].ret, size[c - 1]);
 		}
 	}
-	uint8_t *v = malloc(SLOT);
-	T_ASSERT(v != NULL);
-	for (unsigned s = 0; s < BATCHES * NE; s++) {
-		t_set_case("%s: read of %zu at file offset %lld into buffer offset %lld", what, size[s],
-			   (long long)foff[s], (long long)boff[s]);
-		t_mem_get(m, (size_t)s * SLOT, v, SLOT);
-		size_t start = GUARD + (size_t)boff[s];
-		if (t_check_guarded(v, SLOT, start, size[s], (uint64_t)foff[s], 0))
-			T_FAIL("bad read");
-	}
-	free(v);
+	t_check_slots(m, BATCHES * NE, SLOT, GUARD, size, foff, boff, what);
 }
 
 /* A batch whose middle entry runs past the end of the file: a short read

@@ -15,6 +15,7 @@
  * pools keep their threads until the driver closes).
  */
 #include "test.h"
+#include "async_test_util.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -100,25 +101,11 @@ int main(void)
 	CUfileBatchHandle_t b;
 	T_CUFILE_OK(cuFileBatchIOSetUp(&b, N));
 	CUfileIOParams_t p[N];
-	memset(p, 0, sizeof(p));
-	for (int i = 0; i < N; i++) {
-		p[i].mode = CUFILE_BATCH;
-		p[i].fh = fh;
-		p[i].opcode = CUFILE_READ;
-		p[i].u.batch.devPtr_base = m.ptr;
-		p[i].u.batch.devPtr_offset = (off_t)i * BS;
-		p[i].u.batch.file_offset = (off_t)i * BS;
-		p[i].u.batch.size = BS;
-		p[i].cookie = (void *)(uintptr_t)(i + 1);
-	}
+	for (int i = 0; i < N; i++)
+		p[i] = t_batch_io(CUFILE_READ, fh, m.ptr, BS, (off_t)i * BS, (off_t)i * BS, (void *)(uintptr_t)(i + 1));
 	T_CUFILE_OK(cuFileBatchIOSubmit(b, N, p, 0));
 	CUfileIOEvents_t ev[N];
-	unsigned got = 0;
-	while (got < N) {
-		unsigned nr = N - got;
-		T_CUFILE_OK(cuFileBatchIOGetStatus(b, nr, &nr, ev + got, NULL));
-		got += nr;
-	}
+	t_batch_collect_untimed(b, N, ev);
 	for (unsigned i = 0; i < N; i++)
 		T_EQ(ev[i].status, CUFILE_COMPLETE);
 	if (t_check_pattern(m.ptr, (size_t)N * BS, 0, 0, "batch data"))

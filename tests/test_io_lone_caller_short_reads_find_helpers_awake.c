@@ -54,17 +54,7 @@ static void burst(CUfileHandle_t fh, struct t_mem *m, unsigned round, const char
 		if (r != (ssize_t)size[i])
 			T_FAIL("%s: read %u of %zu at %lld returned %zd", what, k, size[i], (long long)foff[i], r);
 	}
-	uint8_t *v = malloc(SLOT);
-	T_ASSERT(v != NULL);
-	for (unsigned i = 0; i < NSLOT; i++) {
-		t_set_case("%s: read of %zu at file offset %lld into buffer offset %lld", what, size[i],
-			   (long long)foff[i], (long long)boff[i]);
-		t_mem_get(m, (size_t)i * SLOT, v, SLOT);
-		size_t start = GUARD + (size_t)boff[i];
-		if (t_check_guarded(v, SLOT, start, size[i], (uint64_t)foff[i], 0))
-			T_FAIL("bad read");
-	}
-	free(v);
+	t_check_slots(m, NSLOT, SLOT, GUARD, size, foff, boff, what);
 }
 
 static void bursts(CUfileHandle_t fh, struct t_mem *m, const char *what)

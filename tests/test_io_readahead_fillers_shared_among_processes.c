@@ -200,6 +200,26 @@ static void read_until(struct reader *r, int from, char c, const char *what)
 	T_EQ(wait_byte(from, what), c);
 }
 
+/* With a peer counted: a pass over the file for the helpers above the
+ * bound to give their places up, then a pass with at most one helper
+ * filling a window at once (2 fillers for the host, two processes), most
+ * reads served from the windows, the peer counted throughout. */
+static void bounded_passes(struct reader *r, const char *what)
+{
+	t_set_case("%s", what);
+	T_EQ(ocf_fault_host_share_peers(true), 2);
+	pass(r, -1, "helpers above the bound leaving");
+	ocf_fault_ra_fill_peak_reset();
+	unsigned long s0 = ocf_fault_ra_served();
+	pass(r, -1, what);
+	t_set_case("%s", what);
+	T_EQ(ocf_fault_host_share_peers(true), 2);
+	printf("%s: most helpers filling one window at once %d, reads served %lu\n", what, ocf_fault_ra_fill_peak(),
+	       ocf_fault_ra_served() - s0);
+	T_GT(ocf_fault_ra_served() - s0, 10);
+	T_ASSERT(ocf_fault_ra_fill_peak() <= 1);
+}
+
 /* Reopens the driver with the table at `dir` and says how many processes
  * it counts (-1: sharing off). */
 static int reopen_with(const char *dir)
@@ -269,16 +289,7 @@ int main(void)
 	/* The bound shrinks while this process fills. */
 	say(down1, 'g');
 	read_until(&r, up1, 'a', "alone, a peer starting");
-	t_set_case("a peer stamps");
-	T_EQ(ocf_fault_host_share_peers(true), 2);
-	pass(&r, -1, "a peer stamps, helpers above the bound leaving");
-	ocf_fault_ra_fill_peak_reset();
-	s0 = ocf_fault_ra_served();
-	pass(&r, -1, "a peer stamps");
-	T_EQ(ocf_fault_host_share_peers(true), 2);
-	T_GT(ocf_fault_ra_served() - s0, 10);
-	printf("a peer stamping: most helpers filling one window at once %d\n", ocf_fault_ra_fill_peak());
-	T_ASSERT(ocf_fault_ra_fill_peak() <= 1);
+	bounded_passes(&r, "a peer stamping");
 
 	t_set_case("the stamping peer killed");
 	T_SYS(kill(stamper, SIGKILL));
@@ -292,17 +303,7 @@ int main(void)
 	/* Two processes reading at once. */
 	say(down2, 'g');
 	read_until(&r, up2, 'a', "a peer reading its first pass");
-	t_set_case("two processes read");
-	T_EQ(ocf_fault_host_share_peers(true), 2);
-	pass(&r, -1, "two processes, helpers above the bound leaving");
-	ocf_fault_ra_fill_peak_reset();
-	s0 = ocf_fault_ra_served();
-	pass(&r, -1, "two processes");
-	T_EQ(ocf_fault_host_share_peers(true), 2);
-	printf("two processes reading: most helpers filling one window at once %d, reads served %lu\n",
-	       ocf_fault_ra_fill_peak(), ocf_fault_ra_served() - s0);
-	T_GT(ocf_fault_ra_served() - s0, 10);
-	T_ASSERT(ocf_fault_ra_fill_peak() <= 1);
+	bounded_passes(&r, "two processes reading");
 	t_set_case("the reading peer closes the driver");
 	say(down2, 's');
 	child_done(reader, "reading peer");
