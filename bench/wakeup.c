@@ -4,7 +4,7 @@
  * thread hands it work: the floor under any design that splits a short
  * request among helper threads.  No GPU, no cuFile.
  *
- *   wakeup [ITERATIONS] [HELPERS]
+ *   wakeup [ITERATIONS] [HELPERS] [SLEEP_US (timer; 20)] [BUSY]
  *
  * For each way of waiting, ITERATIONS rounds: the main thread waits a
  * little (so that the helpers are really asleep, as between calls), takes
@@ -17,6 +17,13 @@
  *             FUTEX_WAKE one by one
  *   spin      each helper polls its word (pause) - the lower bound, bought
  *             with a CPU per helper
+ *   timer     each helper sleeps until a deadline SLEEP_US after the round
+ *             starts (clock_nanosleep, timer slack 1 ns); printed is how
+ *             late it ran past the deadline - what a waiter that sleeps
+ *             for a copy's expected time, instead of being woken, pays
+ *
+ * BUSY threads spin on their own CPUs throughout, as the callers of a busy
+ * process do: woken threads then find fewer idle CPUs.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -26,12 +33,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-enum mode { M_CONDVAR, M_FUTEX, M_SPIN };
-static const char *const mode_name[] = {"condvar", "futex", "spin"};
+enum mode { M_CONDVAR, M_FUTEX, M_SPIN, M_TIMER };
+static const char *const mode_name[] = {"condvar", "futex", "spin", "timer"};
+
+static uint64_t sleep_ns = 20000;
+static _Atomic int busy_quit;
+
+static void *busy_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&busy_quit))
+		__builtin_ia32_pause();
+	return NULL;
+}
 
 #define MAXH 16
 
@@ -41,6 +60,7 @@ struct helper {
 	pthread_cond_t cv;
 	_Atomic uint32_t word; /* round number handed to it */
 	_Atomic uint64_t ran;  /* ns when it saw that round */
+	_Atomic uint64_t due;  /* timer: the round's deadline */
 	_Atomic uint32_t done; /* last round it finished */
 	int mode;
 	_Atomic int quit;
@@ -57,6 +77,8 @@ static void *helper_main(void *arg)
 {
 	struct helper *h = arg;
 	uint32_t seen = 0;
+	if (h->mode == M_TIMER)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	for (;;) {
 		uint32_t w;
 		if (h->mode == M_CONDVAR) {
@@ -73,6 +95,12 @@ static void *helper_main(void *arg)
 		}
 		if (atomic_load(&h->quit))
 			return NULL;
+		if (h->mode == M_TIMER) {
+			uint64_t due = atomic_load(&h->due);
+			struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+				;
+		}
 		atomic_store(&h->ran, now_ns());
 		seen = w;
 		atomic_store(&h->done, w);
@@ -96,6 +124,14 @@ int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 2000;
 	int nh = argc > 2 ? atoi(argv[2]) : 3;
+	if (argc > 3)
+		sleep_ns = (uint64_t)atoi(argv[3]) * 1000u;
+	int nbusy = argc > 4 ? atoi(argv[4]) : 0;
+	pthread_t busy[64];
+	if (nbusy < 0 || nbusy > 64)
+		return 2;
+	for (int i = 0; i < nbusy; i++)
+		pthread_create(&busy[i], NULL, busy_main, NULL);
 	if (iters < 10 || nh < 1 || nh > MAXH) {
 		fprintf(stderr, "usage: wakeup [ITERATIONS >= 10] [HELPERS 1..%d]\n", MAXH);
 		return 2;
@@ -103,8 +139,9 @@ int main(int argc, char **argv)
 	uint64_t *first = calloc((size_t)iters, sizeof(uint64_t)), *last = calloc((size_t)iters, sizeof(uint64_t));
 	if (!first || !last)
 		return 2;
-	printf("wakeup: %d rounds, %d helper(s), %ld CPUs online\n", iters, nh, sysconf(_SC_NPROCESSORS_ONLN));
-	for (int m = M_CONDVAR; m <= M_SPIN; m++) {
+	printf("wakeup: %d rounds, %d helper(s), %d busy, timer %llu us, %ld CPUs online\n", iters, nh, nbusy,
+	       (unsigned long long)(sleep_ns / 1000), sysconf(_SC_NPROCESSORS_ONLN));
+	for (int m = M_CONDVAR; m <= M_TIMER; m++) {
 		struct helper hs[MAXH];
 		memset(hs, 0, sizeof(hs));
 		for (int i = 0; i < nh; i++) {
@@ -120,7 +157,12 @@ int main(int argc, char **argv)
 			uint64_t t0 = now_ns();
 			for (int i = 0; i < nh; i++) {
 				struct helper *h = &hs[i];
-				if (m == M_CONDVAR) {
+				if (m == M_TIMER) {
+					/* Handed over by spinning (the helper polls), then the
+					 * helper sleeps to the deadline; measured from it. */
+					atomic_store(&h->due, t0 + sleep_ns);
+					atomic_store(&h->word, (uint32_t)r);
+				} else if (m == M_CONDVAR) {
 					pthread_mutex_lock(&h->mu);
 					atomic_store(&h->word, (uint32_t)r);
 					pthread_cond_signal(&h->cv);
@@ -135,7 +177,7 @@ int main(int argc, char **argv)
 			for (int i = 0; i < nh; i++) {
 				while (atomic_load(&hs[i].done) != (uint32_t)r)
 					__builtin_ia32_pause();
-				uint64_t d = atomic_load(&hs[i].ran) - t0;
+				uint64_t d = atomic_load(&hs[i].ran) - t0 - (m == M_TIMER ? sleep_ns : 0);
 				lo = d < lo ? d : lo;
 				hi = d > hi ? d : hi;
 			}
@@ -154,6 +196,9 @@ int main(int argc, char **argv)
 		report("first helper", first, iters);
 		report("last helper", last, iters);
 	}
+	atomic_store(&busy_quit, 1);
+	for (int i = 0; i < nbusy; i++)
+		pthread_join(busy[i], NULL);
 	free(first), free(last);
 	return 0;
 }

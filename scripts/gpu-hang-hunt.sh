@@ -53,8 +53,10 @@
 #             event), and once more 16 x 100 KiB at random offsets with
 #             leaders waiting 20 us for fuller groups, and 24 x 64 KiB (more
 #             callers than CPUs) on four queues grouping from two busy
-#             participants; 1 s each, data
-#             verified, HUNT_N_BUSY times (6)
+#             participants; members nap before they poll (copygroup.c:
+#             the adaptive nap in every run, and a fixed 200 us one, far
+#             longer than a group's copy, in a last 16 x 64 KiB run); 1 s
+#             each, data verified, HUNT_N_BUSY times (6)
 #   exit      the exit-with-I/O-in-flight test with statistics at level 3,
 #             HUNT_N_EXIT times (10)
 #   fork      the fork test, likewise
@@ -240,7 +242,9 @@ busy() {
 		env OPENCUFILE_CALLER_GROUPS_GATHER_US=20 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 \
 			-i 100K -I 2 -s 1G -T 1 -V &&
 		env OPENCUFILE_CALLER_GROUPS_QUEUES=4 OPENCUFILE_CALLER_GROUPS_BUSY=2 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" \
-			-x 0 -m 0 -N -w 24 -i 64K -I 2 -s 1G -T 1 -V
+			-x 0 -m 0 -N -w 24 -i 64K -I 2 -s 1G -T 1 -V &&
+		env OPENCUFILE_CALLER_GROUPS_NAP_US=200 LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 16 \
+			-i 64K -I 2 -s 1G -T 1 -V
 }
 step busy "${HUNT_N_BUSY:-6}" busy
 

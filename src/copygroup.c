@@ -47,6 +47,24 @@
  * grouped 4 at a time reach 35.9 GB/s (bench/ceilings), and the callers'
  * CPU time is spent waiting.
  *
+ * Napping: a thread whose request another leads does not spin for the
+ * leader and the copy: it first sleeps a nap (clock_nanosleep with the
+ * thread's timer slack at 1 ns for the nap, restored after), then polls as
+ * before.  Sixteen spinning members slowed the leaders' driver calls and
+ * cost the CPU: on the H200 machine (16 x 64 KiB, docs/benchmarks.md) a
+ * fixed 30 us nap took the row from 19.5-20.2 GB/s at 0.70-0.72 CPU s/GB to
+ * 21.0-21.5 at 0.46, a 10 us one to 21.1-21.7 at 0.57; 40 us lost speed.  A
+ * timed sleep overshoots by ~6 us there (p99 15; bench/wakeup "timer"),
+ * where a thread woken by another takes 15 us (p99 60): the nap ends by
+ * the clock, nobody wakes the members.  Its length adapts to when groups
+ * complete (OPENCUFILE_CALLER_GROUPS_NAP_US: 0 never naps, N a fixed N us):
+ * a member that wakes to find its request still queued under a leader, or
+ * its group's copy not done, lengthens the set's nap by an eighth; one that
+ * finds its copy done shortens it by a sixty-fourth - the nap settles where
+ * one member in nine wakes before its copy is done (eight shortenings to a
+ * lengthening), between CG_NAP_MIN and CG_NAP_MAX.  A member that wakes to a queue nobody leads takes the
+ * lead as before and leaves the nap alone (its wait was nobody's copy).
+ *
  * Waiting: each member waits for the group's event as for its own copy
  * (gpu_event_wait) and then releases the group; the last release returns
  * the event to the pool.  An event is recorded again only after every
@@ -86,6 +104,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "cuda_loader.h"
 #include "internal.h"
@@ -96,6 +116,11 @@
 #define CG_MAX 16
 
 #define REQ_PENDING (-1)
+
+/* The adaptive nap's start and bounds (the comment at the top). */
+#define CG_NAP_START_NS 20000
+#define CG_NAP_MIN_NS 2000
+#define CG_NAP_MAX_NS 1000000
 
 struct ocf_copy_group {
 	CUevent ev;
@@ -148,9 +173,39 @@ struct ocf_copy_groups {
 	int busy_min;
 	uint64_t gather_ns; /* a leader waits this long for a fuller group */
 	int fill_div;	    /* ... or until busy / (fill_div x nqueues) are queued (0: CG_MAX) */
+	bool nap_adapts;       /* false: nap_ns is fixed (OPENCUFILE_CALLER_GROUPS_NAP_US) */
+	char pad2[64];	       /* nap_ns, written by every member, apart */
+	_Atomic uint64_t nap_ns; /* a member's nap before it polls (0: none) */
+	char pad3[64];
 	int n;
 	struct ocf_copy_group groups[];
 };
+
+#ifdef OCF_FAULT_INJECTION
+static atomic_ulong naps_taken;	/* naps since the process started */
+static _Atomic uint64_t nap_lo = UINT64_MAX, nap_hi; /* since the last look */
+/* fault.h's test control: defined here, where the naps are. */
+OCF_EXPORT unsigned long ocf_fault_cg_naps(uint64_t *shortest, uint64_t *longest)
+{
+	uint64_t lo = atomic_exchange(&nap_lo, UINT64_MAX), hi = atomic_exchange(&nap_hi, 0);
+	if (shortest)
+		*shortest = lo == UINT64_MAX ? 0 : lo;
+	if (longest)
+		*longest = hi;
+	return atomic_load(&naps_taken);
+}
+
+static void nap_seen(uint64_t ns)
+{
+	atomic_fetch_add(&naps_taken, 1);
+	uint64_t v = atomic_load(&nap_lo);
+	while (ns < v && !atomic_compare_exchange_weak(&nap_lo, &v, ns))
+		;
+	v = atomic_load(&nap_hi);
+	while (ns > v && !atomic_compare_exchange_weak(&nap_hi, &v, ns))
+		;
+}
+#endif
 
 static int env_int(const char *name, int def)
 {
@@ -187,6 +242,10 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 	cg->gather_ns = (uint64_t)gather_us * 1000;
 	cg->fill_div = env_int("OPENCUFILE_CALLER_GROUPS_FILL", 0);
 	cg->fill_div = cg->fill_div < 0 ? 0 : cg->fill_div > 64 ? 64 : cg->fill_div;
+	int nap_us = env_int("OPENCUFILE_CALLER_GROUPS_NAP_US", -1);
+	cg->nap_adapts = nap_us < 0;
+	nap_us = nap_us > CG_NAP_MAX_NS / 1000 ? CG_NAP_MAX_NS / 1000 : nap_us;
+	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : (uint64_t)nap_us * 1000);
 	for (int i = 0; i < CG_STREAMS; i++) {
 		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
 			break;
@@ -228,8 +287,10 @@ void cg_destroy(struct ocf_copy_groups *cg)
 		return;
 	unsigned long calls = atomic_load(&cg->calls), copies = atomic_load(&cg->copies);
 	if (calls)
-		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone",
-			 calls, copies, (double)copies / (double)calls, atomic_load(&cg->alone));
+		log_info("copy groups: %lu grouped calls of %lu copies (%.1f each); %lu copies queued alone; "
+			 "members' nap %.1f us",
+			 calls, copies, (double)copies / (double)calls, atomic_load(&cg->alone),
+			 (double)atomic_load(&cg->nap_ns) / 1e3);
 	for (int i = 0; i < cg->n; i++)
 		ocf_cu.EventDestroy(cg->groups[i].ev);
 	for (int i = 0; i < cg->nstreams; i++)
@@ -392,6 +453,55 @@ static struct cg_queue *my_queue(struct ocf_copy_groups *cg)
 	return &cg->queues[slot % (unsigned)cg->nqueues];
 }
 
+/* Sleeps ns nanoseconds by the clock, the calling thread's timer slack
+ * (50 us by default, which would dwarf the nap) at 1 ns meanwhile. */
+static void nap(uint64_t ns)
+{
+	int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (old > 1)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	nanosleep(&ts, NULL);
+	if (old > 1)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)old, 0, 0, 0);
+#ifdef OCF_FAULT_INJECTION
+	nap_seen(ns);
+#endif
+}
+
+/* A member's nap was short (longer: true) or long by what it found on
+ * waking: lengthens the set's nap by an eighth or shortens it by a
+ * sixty-fourth, within its bounds. */
+static void nap_adjust(struct ocf_copy_groups *cg, uint64_t was, bool longer)
+{
+	uint64_t v = longer ? was + was / 8 + 1 : was - was / 64;
+	v = v < CG_NAP_MIN_NS ? CG_NAP_MIN_NS : v > CG_NAP_MAX_NS ? CG_NAP_MAX_NS : v;
+	/* Lost races between members lose a step, never the bounds. */
+	atomic_compare_exchange_strong_explicit(&cg->nap_ns, &was, v, memory_order_relaxed, memory_order_relaxed);
+}
+
+/* A member's nap while another thread leads its request (the comment at
+ * the top): sleeps, then tells the set's nap what it found. */
+static void member_nap(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req *r)
+{
+	uint64_t ns = atomic_load_explicit(&cg->nap_ns, memory_order_relaxed);
+	if (!ns)
+		return;
+	nap(ns);
+	if (!cg->nap_adapts)
+		return;
+	int st = atomic_load_explicit(&r->state, memory_order_acquire);
+	if (st == REQ_PENDING) {
+		/* Still queued: short, if a leader is at work on the queue. */
+		if (atomic_load_explicit(&cq->leading, memory_order_acquire))
+			nap_adjust(cg, ns, true);
+	} else if (st == CG_GROUPED) {
+		CUresult q = ocf_cu.EventQuery(r->grp->ev);
+		if (q == CUDA_SUCCESS || q == CUDA_ERROR_NOT_READY)
+			nap_adjust(cg, ns, q == CUDA_ERROR_NOT_READY);
+	}
+}
+
 enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,
 		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
 {
@@ -410,6 +520,7 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, co
 		lead(cg, cq, &r, busy);
 	} else {
 		pthread_mutex_unlock(&cq->mu);
+		member_nap(cg, cq, &r);
 	}
 	int st;
 	uint64_t spun_since = 0;

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -121,6 +122,10 @@ unsigned long ocf_fault_mapped_caught(void);
 /* Mapped copies made with streaming stores (not the bulk chunks', which
  * use ordinary stores) since the process started. */
 unsigned long ocf_fault_mapped_streamed(void);
+/* Naps taken by members of copy groups (copygroup.c) since the process
+ * started; *shortest and *longest (where not NULL): the shortest and the
+ * longest nap since the last call (0 if none). */
+unsigned long ocf_fault_cg_naps(uint64_t *shortest, uint64_t *longest);
 /* Reads served from read-ahead windows (readahead.c) since the process
  * started. */
 unsigned long ocf_fault_ra_served(void);

@@ -1250,6 +1250,22 @@ static inline void *t_slice_reader_main(void *arg)
 	return NULL;
 }
 
+/* Runs fn on n threads at once, thread i given (void *)(long)i, with
+ * *barrier set up for the n of them before (each worker waits on it, so
+ * that they start together) and destroyed after; returns once all ended. */
+static inline void t_run_numbered_threads(int n, void *(*fn)(void *), pthread_barrier_t *barrier)
+{
+	pthread_t *th = calloc((size_t)n, sizeof(*th));
+	T_ASSERT(th != NULL);
+	T_EQ(pthread_barrier_init(barrier, NULL, (unsigned)n), 0);
+	for (long i = 0; i < n; i++)
+		T_EQ(pthread_create(&th[i], NULL, fn, (void *)i), 0);
+	for (int i = 0; i < n; i++)
+		T_EQ(pthread_join(th[i], NULL), 0);
+	pthread_barrier_destroy(barrier);
+	free(th);
+}
+
 static inline void t_threads_read_slices(const struct t_slice_reads *p, int threads)
 {
 	size_t slice = 2 * p->guard + 4096 + p->min_size + p->size_range;

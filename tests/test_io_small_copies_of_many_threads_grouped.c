@@ -149,18 +149,12 @@ static int nthreads = NTHREADS;
 
 static unsigned long round_of(int fd, const char *what, int n)
 {
-	pthread_t th[MAX_THREADS];
 	t_set_case("%s", what);
 	fprintf(stderr, "--- %s\n", what);
 	unsigned long before = fakecuda_call_count("cuMemcpyBatchAsync_v2");
 	fh = t_register_fd(fd);
 	iters = n;
-	T_EQ(pthread_barrier_init(&barrier, NULL, (unsigned)nthreads), 0);
-	for (long i = 0; i < nthreads; i++)
-		T_EQ(pthread_create(&th[i], NULL, worker, (void *)i), 0);
-	for (int i = 0; i < nthreads; i++)
-		T_EQ(pthread_join(th[i], NULL), 0);
-	pthread_barrier_destroy(&barrier);
+	t_run_numbered_threads(nthreads, worker, &barrier);
 	cuFileHandleDeregister(fh);
 	if (atomic_load(&bad))
 		T_FAIL("%s: bad data", what);

@@ -71,16 +71,9 @@ static void *worker(void *arg)
 
 static void run(int fd, const char *what)
 {
-	pthread_t th[NTHREADS];
-
 	fprintf(stderr, "--- %s fd, %s\n", what, t_mem_kind_name(mem.kind));
 	fh = t_register_fd(fd);
-	T_EQ(pthread_barrier_init(&barrier, NULL, NTHREADS), 0);
-	for (long i = 0; i < NTHREADS; i++)
-		T_EQ(pthread_create(&th[i], NULL, worker, (void *)i), 0);
-	for (int i = 0; i < NTHREADS; i++)
-		T_EQ(pthread_join(th[i], NULL), 0);
-	pthread_barrier_destroy(&barrier);
+	t_run_numbered_threads(NTHREADS, worker, &barrier);
 	cuFileHandleDeregister(fh);
 	/* The file has the canonical pattern outside each thread's ranges;
 	 * check the untouched top of every file slice. */
