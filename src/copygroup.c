@@ -48,22 +48,26 @@
  * CPU time is spent waiting.
  *
  * Napping: a thread whose request another leads does not spin for the
- * leader and the copy: it first sleeps a nap (clock_nanosleep with the
- * thread's timer slack at 1 ns for the nap, restored after), then polls as
- * before.  Sixteen spinning members slowed the leaders' driver calls and
- * cost the CPU: on the H200 machine (16 x 64 KiB, docs/benchmarks.md) a
- * fixed 30 us nap took the row from 19.5-20.2 GB/s at 0.70-0.72 CPU s/GB to
- * 21.0-21.5 at 0.46, a 10 us one to 21.1-21.7 at 0.57; 40 us lost speed.  A
- * timed sleep overshoots by ~6 us there (p99 15; bench/wakeup "timer"),
- * where a thread woken by another takes 15 us (p99 60): the nap ends by
- * the clock, nobody wakes the members.  Its length adapts to when groups
- * complete (OPENCUFILE_CALLER_GROUPS_NAP_US: 0 never naps, N a fixed N us):
- * a member that wakes to find its request still queued under a leader, or
- * its group's copy not done, lengthens the set's nap by an eighth; one that
- * finds its copy done shortens it by a sixty-fourth - the nap settles where
- * one member in nine wakes before its copy is done (eight shortenings to a
- * lengthening), between CG_NAP_MIN and CG_NAP_MAX.  A member that wakes to a queue nobody leads takes the
- * lead as before and leaves the nap alone (its wait was nobody's copy).
+ * leader and the copy: it first sleeps a nap (nanosleep with the thread's
+ * timer slack at 1 ns for the nap, restored after), then polls as before.
+ * A timed sleep overshoots by ~6 us on the H200 machine (p99 15;
+ * bench/wakeup "timer"), where a thread woken by another takes 15 us (p99
+ * 60): the nap ends by the clock, nobody wakes the members.  Its length
+ * adapts to when groups complete (OPENCUFILE_CALLER_GROUPS_NAP_US: 0 never
+ * naps, N a fixed N us): a member that wakes to find its request still
+ * queued under a leader, or its group's copy not done, lengthens the set's
+ * nap by an eighth; one that finds its copy done shortens it by an eighth
+ * x early / (100 - early) - the nap settles where `early` % of the members
+ * wake before their copy is done (OPENCUFILE_CALLER_GROUPS_NAP_EARLY, 25),
+ * between CG_NAP_MIN and CG_NAP_MAX.  A member that wakes to a queue nobody
+ * leads takes the lead as before and leaves the nap alone (its wait was
+ * nobody's copy).
+ * Measured (16 x 64 KiB, docs/benchmarks.md; H200 hosts, each against no
+ * nap in the same call): whole-process CPU 0.67-0.71 -> 0.50-0.54 s/GB
+ * (naps of 17-30 us), GB/s 2-5 % lower on two hosts; on a third, fixed
+ * naps of 10-30 us gave 7 % more (sixteen spinners had slowed the leaders'
+ * driver calls) at 0.46-0.57.  Longer naps (11 % early: 0.47-0.53; a fixed
+ * 40 us) cost up to 10 %.
  *
  * Waiting: each member waits for the group's event as for its own copy
  * (gpu_event_wait) and then releases the group; the last release returns
@@ -121,6 +125,8 @@
 #define CG_NAP_START_NS 20000
 #define CG_NAP_MIN_NS 2000
 #define CG_NAP_MAX_NS 1000000
+/* Members (in %) it lets wake before their copy is done. */
+#define CG_NAP_EARLY 25
 
 struct ocf_copy_group {
 	CUevent ev;
@@ -174,6 +180,7 @@ struct ocf_copy_groups {
 	uint64_t gather_ns; /* a leader waits this long for a fuller group */
 	int fill_div;	    /* ... or until busy / (fill_div x nqueues) are queued (0: CG_MAX) */
 	bool nap_adapts;       /* false: nap_ns is fixed (OPENCUFILE_CALLER_GROUPS_NAP_US) */
+	int nap_early;	       /* % of members the adaptive nap lets wake before their copy is done */
 	char pad2[64];	       /* nap_ns, written by every member, apart */
 	_Atomic uint64_t nap_ns; /* a member's nap before it polls (0: none) */
 	char pad3[64];
@@ -244,6 +251,8 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 	cg->fill_div = cg->fill_div < 0 ? 0 : cg->fill_div > 64 ? 64 : cg->fill_div;
 	int nap_us = env_int("OPENCUFILE_CALLER_GROUPS_NAP_US", -1);
 	cg->nap_adapts = nap_us < 0;
+	cg->nap_early = env_int("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", CG_NAP_EARLY);
+	cg->nap_early = cg->nap_early < 1 ? 1 : cg->nap_early > 90 ? 90 : cg->nap_early;
 	nap_us = nap_us > CG_NAP_MAX_NS / 1000 ? CG_NAP_MAX_NS / 1000 : nap_us;
 	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : (uint64_t)nap_us * 1000);
 	for (int i = 0; i < CG_STREAMS; i++) {
@@ -470,11 +479,12 @@ static void nap(uint64_t ns)
 }
 
 /* A member's nap was short (longer: true) or long by what it found on
- * waking: lengthens the set's nap by an eighth or shortens it by a
- * sixty-fourth, within its bounds. */
+ * waking: lengthens the set's nap by an eighth, or shortens it by as much
+ * times early / (100 - early), within its bounds. */
 static void nap_adjust(struct ocf_copy_groups *cg, uint64_t was, bool longer)
 {
-	uint64_t v = longer ? was + was / 8 + 1 : was - was / 64;
+	uint64_t v = longer ? was + was / 8 + 1
+			    : was - was * (uint64_t)cg->nap_early / (8 * (uint64_t)(100 - cg->nap_early));
 	v = v < CG_NAP_MIN_NS ? CG_NAP_MIN_NS : v > CG_NAP_MAX_NS ? CG_NAP_MAX_NS : v;
 	/* Lost races between members lose a step, never the bounds. */
 	atomic_compare_exchange_strong_explicit(&cg->nap_ns, &was, v, memory_order_relaxed, memory_order_relaxed);
