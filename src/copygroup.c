@@ -61,10 +61,16 @@
  * wake before their copy is done (OPENCUFILE_CALLER_GROUPS_NAP_EARLY, 25),
  * between CG_NAP_MIN and CG_NAP_MAX.  A member that wakes to a queue nobody
  * leads takes the lead as before and leaves the nap alone (its wait was
- * nobody's copy).
+ * nobody's copy).  Only a copy that is its request's one chunk naps
+ * (cg_copy's nap_ok): a participant with more chunks to read goes on as
+ * soon as its copy is queued, to read the next one meanwhile.  Leaders do
+ * not nap after queuing their own group: tried (an adaptive nap of their
+ * own), 16 x 64 KiB went 4 % slower for no less CPU, 16 x 256 KiB level
+ * at 0.31 CPU s/GB against 0.34.
  * Measured (16 x 64 KiB, docs/benchmarks.md; H200 hosts, each against no
- * nap in the same call): whole-process CPU 0.67-0.71 -> 0.50-0.54 s/GB
- * (naps of 17-30 us), GB/s 2-5 % lower on two hosts; on a third, fixed
+ * nap in the same call): whole-process CPU 0.66-0.71 -> 0.47-0.54 s/GB
+ * (naps of 17-33 us), GB/s 2-5 % lower on two hosts, 2-3 % higher on a
+ * fourth; on a third, fixed
  * naps of 10-30 us gave 7 % more (sixteen spinners had slowed the leaders'
  * driver calls) at 0.46-0.57.  Longer naps (11 % early: 0.47-0.53; a fixed
  * 40 us) cost up to 10 %.
@@ -513,7 +519,7 @@ static void member_nap(struct ocf_copy_groups *cg, struct cg_queue *cq, struct c
 }
 
 enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,
-		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
+		       bool nap_ok, CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
 {
 	struct cg_req r = {.dst = dst, .src = src, .n = n};
 	atomic_init(&r.state, REQ_PENDING);
@@ -530,7 +536,8 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, co
 		lead(cg, cq, &r, busy);
 	} else {
 		pthread_mutex_unlock(&cq->mu);
-		member_nap(cg, cq, &r);
+		if (nap_ok)
+			member_nap(cg, cq, &r);
 	}
 	int st;
 	uint64_t spun_since = 0;

@@ -51,10 +51,13 @@ enum cg_result {
 /* Queues the copy of n bytes from pinned src to dst, with other threads'
  * copies where several are waiting at once, on one of the set's blocking
  * streams, with the context current; `busy` is the engine's participants
- * (cg_wanted's).  For CG_GROUPED, *ev, *grp and
+ * (cg_wanted's).  `nap_ok`: the caller has nothing to do but wait for this
+ * copy (the copy is its request's only chunk), so it may sleep for it
+ * (copygroup.c, "Napping"); otherwise it returns as soon as the copy is
+ * queued, to read its next chunk meanwhile.  For CG_GROUPED, *ev, *grp and
  * *wait_bytes (the wait's polling budget) are set. */
 enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,
-		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err);
+		       bool nap_ok, CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err);
 /* After a failed wait for the group's event: waits for the stream the group
  * went on, so that no copy of it can still land (CUDA_SUCCESS), or says it
  * cannot be known. */

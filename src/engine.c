@@ -550,7 +550,8 @@ static CUresult read_copy(const struct ocf_job *job, struct ocf_lane *lane, int 
 		struct ocf_copy_groups *cg = gpu_copy_groups(io->t.gpu);
 		if (cg_wanted(cg, busy)) {
 			CUresult err = CUDA_SUCCESS;
-			switch (cg_copy(cg, busy, io->t.dev + at, src, n, &p->ev, &p->grp, &p->bytes, &err)) {
+			switch (cg_copy(cg, busy, io->t.dev + at, src, n, job->nchunks == 1, &p->ev, &p->grp, &p->bytes,
+					&err)) {
 			case CG_GROUPED:
 				return CUDA_SUCCESS;
 			case CG_FAILED:

@@ -18,7 +18,10 @@
  *    again at times);
  *  - off (OPENCUFILE_CALLER_GROUPS_NAP_US=0): groups form, nobody naps;
  *  - fixed (OPENCUFILE_CALLER_GROUPS_NAP_US=50): every nap is 50 us,
- *    whatever the copies do.
+ *    whatever the copies do;
+ *  - chunks (OPENCUFILE_CHUNK_KB=64): reads of 256 KiB, four chunks each -
+ *    their copies are grouped, but nobody naps (a participant with chunks
+ *    left reads the next one while its copy is queued).
  */
 #include "test.h"
 #include "fakecuda.h"
@@ -29,7 +32,7 @@
 #include "fault.h"
 
 #define NTHREADS 12
-#define BLOCK (64 * T_KIB)
+#define BLOCK (256 * T_KIB) /* the largest read */
 #define GUARD (4 * T_KIB)
 #define SLICE (GUARD + BLOCK + GUARD)
 #define FLEN (8 * T_MIB)
@@ -38,6 +41,7 @@ static CUfileHandle_t fh;
 static struct t_mem mem;
 static pthread_barrier_t barrier;
 static int iters;
+static size_t blk = 64 * T_KIB; /* each read's size */
 static atomic_int bad;
 
 static void *worker(void *arg)
@@ -49,16 +53,16 @@ static void *worker(void *arg)
 	t_cuda_bind_thread();
 	pthread_barrier_wait(&barrier);
 	for (int it = 0; it < iters; it++) {
-		off_t foff = (off_t)(((size_t)(id * 131 + it * 17) * 4096) % (FLEN - BLOCK));
+		off_t foff = (off_t)(((size_t)(id * 131 + it * 17) * 4096) % (FLEN - blk));
 		memset(dev, T_POISON, SLICE);
-		ssize_t r = cuFileRead(fh, mem.ptr, BLOCK, foff, (off_t)(slice_off + GUARD));
+		ssize_t r = cuFileRead(fh, mem.ptr, blk, foff, (off_t)(slice_off + GUARD));
 		const char *what = NULL;
-		if (r != (ssize_t)BLOCK)
+		if (r != (ssize_t)blk)
 			what = "result";
-		else if (t_check_pattern(dev + GUARD, BLOCK, (uint64_t)foff, 0, "data read"))
+		else if (t_check_pattern(dev + GUARD, blk, (uint64_t)foff, 0, "data read"))
 			what = "data read";
 		for (size_t i = 0; !what && i < SLICE; i++)
-			if ((i < GUARD || i >= GUARD + BLOCK) && dev[i] != T_POISON)
+			if ((i < GUARD || i >= GUARD + blk) && dev[i] != T_POISON)
 				what = "a byte outside the range";
 		if (what) {
 			fprintf(stderr, "thread %ld iteration %d: %s (read returned %zd)\n", id, it, what, r);
@@ -103,6 +107,9 @@ int main(int argc, char **argv)
 
 	if (strcmp(mode, "off") == 0) {
 		T_EQ_U(round_of(fd, "no naps", 20, &lo, &hi), 0);
+	} else if (strcmp(mode, "chunks") == 0) {
+		blk = 256 * T_KIB;
+		T_EQ_U(round_of(fd, "four chunks a read", 20, &lo, &hi), 0);
 	} else if (strcmp(mode, "fixed") == 0) {
 		T_ASSERT(round_of(fd, "fixed naps, copies at once", 20, &lo, &hi) > 0);
 		T_EQ_U(lo, 50000);
