@@ -69,8 +69,8 @@
  * at 0.31 CPU s/GB against 0.34.
  * Measured (16 x 64 KiB, docs/benchmarks.md; H200 hosts, each against no
  * nap in the same call): whole-process CPU 0.66-0.71 -> 0.47-0.54 s/GB
- * (naps of 17-33 us), GB/s 2-5 % lower on two hosts, 2-3 % higher on a
- * fourth; on a third, fixed
+ * (naps of 17-33 us), GB/s 2-5 % lower on three hosts, 2-3 % higher on a
+ * fourth; on a fifth, fixed
  * naps of 10-30 us gave 7 % more (sixteen spinners had slowed the leaders'
  * driver calls) at 0.46-0.57.  Longer naps (11 % early: 0.47-0.53; a fixed
  * 40 us) cost up to 10 %.
