@@ -222,6 +222,21 @@ static void bounded_passes(struct reader *r, const char *what)
 
 /* Reopens the driver with the table at `dir` and says how many processes
  * it counts (-1: sharing off). */
+/* Tables the library must not use (hostshare.c), each made afresh. */
+static const struct unusable_table {
+	const char *what;
+	enum { NO_LINK, SYMBOLIC, HARD } link; /* the table a link to a file "other" */
+	size_t len;
+	uint8_t byte;
+	mode_t mode;
+} unusable[] = {
+	{"is a symbolic link", SYMBOLIC, 100, 0x5a, 0600},
+	{"is a hard link", HARD, 0, 0, 0600},
+	{"is writable by others", NO_LINK, 8192, 0, 0622},
+	{"has another size", NO_LINK, 4096, 0, 0600},
+	{"is not ours", NO_LINK, 8192, 0xab, 0600},
+};
+
 static int reopen_with(const char *dir)
 {
 	T_CUFILE_OK(cuFileDriverClose());
@@ -314,32 +329,23 @@ int main(void)
 	/* Tables that are not used. */
 	snprintf(table, sizeof(table), "%s/opencufile-readahead-v2-%u", bad, (unsigned)geteuid());
 	snprintf(other, sizeof(other), "%s/other", bad);
-	t_set_case("the table is a symbolic link");
-	write_file(other, 100, 0x5a, 0600);
-	T_SYS(symlink(other, table));
-	T_EQ(reopen_with(bad), -1);
-	expect_untouched(other, 100, 0x5a);
-	T_SYS(unlink(table));
-	t_set_case("the table is a hard link");
-	write_file(other, 0, 0, 0600);
-	T_SYS(link(other, table));
-	T_EQ(reopen_with(bad), -1);
-	expect_untouched(other, 0, 0);
-	T_SYS(unlink(table));
-	t_set_case("the table is writable by others");
-	write_file(table, 8192, 0, 0622);
-	T_EQ(reopen_with(bad), -1);
-	expect_untouched(table, 8192, 0);
-	T_SYS(unlink(table));
-	t_set_case("the table has another size");
-	write_file(table, 4096, 0, 0600);
-	T_EQ(reopen_with(bad), -1);
-	expect_untouched(table, 4096, 0);
-	T_SYS(unlink(table));
-	t_set_case("the table is not ours");
-	write_file(table, 8192, 0xab, 0600);
-	T_EQ(reopen_with(bad), -1);
-	expect_untouched(table, 8192, 0xab);
+	const size_t n_unusable = sizeof(unusable) / sizeof(unusable[0]);
+	for (size_t i = 0; i < n_unusable; i++) {
+		const struct unusable_table *u = &unusable[i];
+		/* A link's target is the file written, and must stay as it was. */
+		const char *file = u->link == NO_LINK ? table : other;
+		t_set_case("the table %s", u->what);
+		write_file(file, u->len, u->byte, u->mode);
+		if (u->link == SYMBOLIC)
+			T_SYS(symlink(other, table));
+		else if (u->link == HARD)
+			T_SYS(link(other, table));
+		T_EQ(reopen_with(bad), -1);
+		expect_untouched(file, u->len, u->byte);
+		/* The last stays for the reads below (sharing off). */
+		if (i + 1 < n_unusable)
+			T_SYS(unlink(table));
+	}
 	r = reader_open();
 	read_all(&r, REQ, -1, "sharing off");
 	reader_close(&r);
