@@ -134,19 +134,26 @@ static void require_mapped_reads(const char *path)
 }
 
 /* "bulk": one participant per request (OPENCUFILE_REQUEST_PARALLEL=1; a
- * lone caller's request takes a helper all the same), so that two callers
- * of split requests (16 MiB) and a helper are more than twice a request's
- * participants: their chunks are bulk (fileio.h, fio_bulk_reads), copied
- * through the mapping with ordinary stores, or left to preadv2 with
- * OPENCUFILE_MAPPED_BULK=off; a lone caller's are copied with streaming
- * stores (x86: every copy this library picks there streams). */
+ * lone caller's request takes a helper all the same), so that three callers
+ * of split requests (16 MiB), started together, are more than twice a
+ * request's participants whenever all three are in a read, helpers or not
+ * (on a loaded machine a helper may join late or never: two callers and a
+ * helper were not always enough): their chunks are bulk (fileio.h,
+ * fio_bulk_reads), copied through the mapping with ordinary stores, or left
+ * to preadv2 with OPENCUFILE_MAPPED_BULK=off; a lone caller's are copied
+ * with streaming stores (x86: every copy this library picks there
+ * streams). */
 #define BULK_LEN (16 * T_MIB)
+#define BULK_READERS 3
 
 static CUfileHandle_t bulk_fh;
+static struct t_mem bulk_mem[BULK_READERS];
+static pthread_barrier_t bulk_start;
 
 static void *bulk_reader(void *arg)
 {
-	struct t_mem *m = arg;
+	struct t_mem *m = &bulk_mem[(long)arg];
+	pthread_barrier_wait(&bulk_start);
 	for (int i = 0; i < 12; i++)
 		T_EQ(cuFileRead(bulk_fh, m->ptr, BULK_LEN, 0, 0), BULK_LEN);
 	return NULL;
@@ -162,9 +169,9 @@ static int bulk_main(void)
 	struct t_pin pin = t_pin_cached(path, 0, BULK_LEN);
 	int fd = t_open(path, O_RDONLY);
 	bulk_fh = t_register_fd(fd);
-	struct t_mem m[2];
-	t_mem_alloc(&m[0], T_MEM_DEVICE, BULK_LEN + 8192);
-	t_mem_alloc(&m[1], T_MEM_DEVICE, BULK_LEN + 8192);
+	struct t_mem *m = bulk_mem;
+	for (int i = 0; i < BULK_READERS; i++)
+		t_mem_alloc(&m[i], T_MEM_DEVICE, BULK_LEN + 8192);
 
 	const char *e = getenv("OPENCUFILE_MAPPED_BULK");
 	bool bulk_mapped = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
@@ -178,15 +185,11 @@ static int bulk_main(void)
 	T_EQ_U(ocf_fault_mapped_streamed() - s0, now().mapped - a.mapped);
 #endif
 
-	t_set_case("two callers of split requests: over twice a request's participants, %s",
+	t_set_case("three callers of split requests: over twice a request's participants, %s",
 		   bulk_mapped ? "ordinary stores through the mapping" : "by preadv2");
 	a = now();
 	s0 = ocf_fault_mapped_streamed();
-	pthread_t th[2];
-	for (int i = 0; i < 2; i++)
-		T_EQ(pthread_create(&th[i], NULL, bulk_reader, &m[i]), 0);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
+	t_run_numbered_threads(BULK_READERS, bulk_reader, &bulk_start);
 	if (bulk_mapped) {
 		T_EQ_U(now().nowait, a.nowait);
 #if defined(__x86_64__)
@@ -196,7 +199,7 @@ static int bulk_main(void)
 	} else {
 		T_GT(now().nowait, a.nowait);
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < BULK_READERS; i++) {
 		T_EQ(t_read_and_verify_window(bulk_fh, &m[i], 0, BULK_LEN, 0, 0, BULK_LEN, 0, 4096), 0);
 		t_mem_free(&m[i]);
 	}
