@@ -115,6 +115,7 @@
 #include "gpu.h"
 #include "engine.h"
 #include "log.h"
+#include "profile.h"
 #include "stats.h"
 
 #define SLOT_BITS 24
@@ -135,7 +136,9 @@ struct entry {
 	CUfileIOParams_t p;
 	CUfileStatus_t status;
 	ssize_t result;
-	uint64_t t0; /* statistics: submission time, 0 when not counting */
+	uint64_t t0;  /* statistics: submission time, 0 when not counting */
+	uint64_t pt0; /* its job's prof_steps t0 (0: not profiled) */
+	bool psmall;  /* ... a small job's */
 };
 
 struct job;
@@ -161,6 +164,7 @@ struct job {
 	unsigned nops, ops_live; /* ops_live: queued or running; batch lock */
 	uint64_t epoch;		 /* the batch's epoch at submission */
 	uint64_t t0;		 /* statistics: submission time, 0 when not counting */
+	struct prof_steps steps; /* the profile's timeline (profile.h) */
 	struct job_op *ops;
 	struct member *m;
 	struct bio_item *items; /* items[i] serves m[i] */
@@ -296,6 +300,7 @@ static void job_items_done(void *arg, struct bio_item *list)
 		for (struct bio_item *it = list; it; it = it->next)
 			complete_locked(b, j->m[it - j->items].e,
 					it->result >= 0 ? CUFILE_COMPLETE : CUFILE_FAILED, it->result);
+	prof_step(&j->steps, PROF_S_DONE);
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -306,6 +311,8 @@ static void job_run(struct async_op *aop)
 	struct batch *b = j->b;
 	struct bio_worker w;
 	bio_begin(&w, job_items_done, j);
+	w.steps = &j->steps;
+	prof_step(&j->steps, PROF_S_STARTED);
 	for (;;) {
 		unsigned i = atomic_fetch_add_explicit(&j->cursor, j->per_claim, memory_order_relaxed);
 		if (i >= j->n)
@@ -317,8 +324,10 @@ static void job_run(struct async_op *aop)
 			/* Fails when a cancel completed the entry first. */
 			if (atomic_compare_exchange_strong_explicit(&m->e->word, &expect,
 								    m->seq << STATE_BITS | E_RUNNING,
-								    memory_order_acquire, memory_order_relaxed))
+								    memory_order_acquire, memory_order_relaxed)) {
+				prof_step(&j->steps, PROF_S_CLAIMED);
 				bio_add(&w, &j->items[i]);
+			}
 		}
 		/* A small job (an entry per claim): read this claim before
 		 * the next (see Execution). */
@@ -336,8 +345,10 @@ static void job_run(struct async_op *aop)
 			pthread_cond_broadcast(&b->cv);
 	}
 	pthread_mutex_unlock(&b->lock);
-	if (job_gone)
+	if (job_gone) {
+		prof_steps_end(&j->steps, j->per_claim == 1);
 		free(j);
+	}
 	if (last)
 		batch_free(b);
 }
@@ -509,6 +520,7 @@ static void flush_locked(struct batch *b)
 int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *params, unsigned flags)
 {
 	(void)flags; /* reserved */
+	uint64_t pt0 = prof_now();
 	if (!params || nr == 0)
 		return OCF_ERR(CU_FILE_INVALID_VALUE);
 	for (unsigned i = 0; i < nr; i++)
@@ -531,6 +543,7 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		return OCF_ERR(CU_FILE_NOMEM_ERROR);
 	}
 	j->b = b;
+	prof_steps_init(&j->steps, pt0);
 	for (unsigned i = 0; i < nr; i++) {
 		const CUfileIOParams_t *p = &params[i];
 		j->items[i] = (struct bio_item){
@@ -573,6 +586,8 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		struct entry *e = &b->e[b->free_idx[--b->nfree]];
 		e->p = params[i];
 		e->t0 = t0;
+		e->pt0 = pt0;
+		e->psmall = per_claim == 1;
 		uint64_t seq = (atomic_load_explicit(&e->word, memory_order_relaxed) >> STATE_BITS) + 1;
 		/* Release: a thread whose claim sees QUEUED sees the job. */
 		atomic_store_explicit(&e->word, seq << STATE_BITS | E_QUEUED, memory_order_release);
@@ -586,6 +601,7 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		b->jobs->prev = j;
 	b->jobs = j;
 	/* Under the batch lock: a cancel must find the operations queued. */
+	prof_step(&j->steps, PROF_S_POSTED);
 	async_submit_list(&async_batch_exec, &j->ops[0].aop);
 	pthread_mutex_unlock(&b->lock);
 	stats_batch_submit(true, nr, t0);
@@ -672,6 +688,7 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 		events[i].cookie = e->p.cookie;
 		events[i].status = e->status;
 		events[i].ret = (size_t)e->result;
+		prof_reaped(e->pt0, e->psmall);
 		uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
 		atomic_store_explicit(&e->word, (w & ~(uint64_t)STATE_MASK) | E_FREE, memory_order_relaxed);
 		b->free_idx[b->nfree++] = idx;

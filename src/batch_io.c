@@ -336,6 +336,7 @@ static void close_run(struct bio_worker *w)
 		return;
 	}
 	ssize_t got = read_into_stage(w, h, w->run_pos + w->run_skew, w->run_off, w->run_len);
+	prof_step(w->steps, PROF_S_READ);
 	size_t staged = 0; /* bytes of the run that hold file data, from its start */
 	for (struct bio_item *it = first; it != last->next; it = it->next) {
 		size_t rel = (size_t)(it->io.off - w->run_off);
@@ -395,6 +396,7 @@ static void retire(struct bio_worker *w, int j)
 	if (bb->copies) {
 		CUstream s = w->lane->nb_stream;
 		CUresult r = bb->recorded ? gpu_event_wait(bb->ev, bb->used) : ocf_cu.StreamSynchronize(s);
+		prof_step(w->steps, PROF_S_COPIED);
 		if (r != CUDA_SUCCESS) {
 			long err = cuda_error("waiting for staging copies", r);
 			/* A failed wait does not cancel the copies: none may land
@@ -445,6 +447,7 @@ static void seal(struct bio_worker *w)
 		CUresult r = ocf_cu.EventRecord(bb->ev, w->lane->nb_stream);
 		/* Without the event, retire() synchronises the stream instead. */
 		bb->recorded = r == CUDA_SUCCESS;
+		prof_step(w->steps, PROF_S_QUEUED);
 		if (!bb->recorded)
 			log_warn("batch I/O: cuEventRecord failed (%s); synchronising the stream", cuda_error_name(r));
 	}
@@ -586,6 +589,7 @@ void bio_add(struct bio_worker *w, struct bio_item *it)
 		finish(w, it, r);
 		return;
 	}
+	prof_step(w->steps, PROF_S_STAGED);
 	stage(w, it);
 }
 

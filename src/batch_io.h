@@ -14,6 +14,7 @@
 #include "cufile.h"
 #include "engine.h"
 #include "gpu.h"
+#include "profile.h"
 #include "request.h"
 
 /* One request.  The caller fills the first group of fields before
@@ -59,6 +60,7 @@ struct bio_buf {
 struct bio_worker {
 	bio_done_fn done;
 	void *arg;
+	struct prof_steps *steps; /* the profile's timeline of the items' job, or NULL */
 	struct request_cache cache;
 	struct ocf_lane *lane; /* held while device items are staged */
 	struct ocf_gpu *gpu;   /* the lane's GPU; its primary context is current */

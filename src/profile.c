@@ -222,6 +222,110 @@ void prof_name_thread(const char *fmt, int index)
 	pthread_setname_np(pthread_self(), name);
 }
 
+/* The batch timeline's sums: [0] small jobs, [1] the others. */
+static struct {
+	_Atomic uint64_t jobs, reaped, reaped_ns;
+	_Atomic uint64_t n[PROF_NSTEPS], first_ns[PROF_NSTEPS], last_ns[PROF_NSTEPS];
+} steps_sum[2];
+
+void prof_steps_init(struct prof_steps *s, uint64_t t0)
+{
+	s->t0 = t0;
+	for (int k = 0; k < PROF_NSTEPS; k++) {
+		atomic_init(&s->first[k], UINT64_MAX);
+		atomic_init(&s->last[k], 0);
+	}
+}
+
+void prof_step(struct prof_steps *s, enum prof_step k)
+{
+	if (!s || !s->t0)
+		return;
+	uint64_t now = mono_ns();
+	uint64_t v = atomic_load_explicit(&s->first[k], memory_order_relaxed);
+	while (now < v && !atomic_compare_exchange_weak_explicit(&s->first[k], &v, now, memory_order_relaxed,
+								  memory_order_relaxed))
+		;
+	v = atomic_load_explicit(&s->last[k], memory_order_relaxed);
+	while (now > v && !atomic_compare_exchange_weak_explicit(&s->last[k], &v, now, memory_order_relaxed,
+								 memory_order_relaxed))
+		;
+}
+
+void prof_steps_end(const struct prof_steps *s, bool small)
+{
+	if (!s->t0)
+		return;
+	int c = small ? 0 : 1;
+	atomic_fetch_add_explicit(&steps_sum[c].jobs, 1, memory_order_relaxed);
+	for (int k = 0; k < PROF_NSTEPS; k++) {
+		uint64_t a = atomic_load_explicit(&s->first[k], memory_order_relaxed);
+		uint64_t b = atomic_load_explicit(&s->last[k], memory_order_relaxed);
+		if (a == UINT64_MAX || a < s->t0)
+			continue;
+		atomic_fetch_add_explicit(&steps_sum[c].n[k], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&steps_sum[c].first_ns[k], a - s->t0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&steps_sum[c].last_ns[k], b - s->t0, memory_order_relaxed);
+	}
+}
+
+void prof_reaped(uint64_t t0, bool small)
+{
+	if (!t0 || !on())
+		return;
+	uint64_t now = mono_ns();
+	if (now < t0)
+		return;
+	int c = small ? 0 : 1;
+	atomic_fetch_add_explicit(&steps_sum[c].reaped, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&steps_sum[c].reaped_ns, now - t0, memory_order_relaxed);
+}
+
+/* The batch timeline (prof_report), and its sums cleared. */
+static void report_steps(FILE *f)
+{
+	static const char *const names[PROF_NSTEPS] = {"posted", "started", "claimed", "staged",
+						       "read",	 "queued",  "copied",  "done"};
+	bool any = false;
+	for (int c = 0; c < 2; c++)
+		any |= atomic_load_explicit(&steps_sum[c].jobs, memory_order_relaxed) > 0;
+	if (any) {
+		fprintf(f, "batch timeline: us after Submit began, mean over jobs of the first / last entry to get "
+			   "there (small: at most an entry per executor thread)\n");
+		fprintf(f, "%-6s %9s", "jobs", "count");
+		for (int k = 0; k < PROF_NSTEPS; k++)
+			fprintf(f, " %15s", names[k]);
+		fprintf(f, " %9s\n", "reaped");
+	}
+	for (int c = 0; any && c < 2; c++) {
+		uint64_t jobs = atomic_load_explicit(&steps_sum[c].jobs, memory_order_relaxed);
+		if (!jobs)
+			continue;
+		fprintf(f, "%-6s %9llu", c ? "large" : "small", (unsigned long long)jobs);
+		for (int k = 0; k < PROF_NSTEPS; k++) {
+			uint64_t n = atomic_load_explicit(&steps_sum[c].n[k], memory_order_relaxed);
+			char cell[32];
+			if (!n)
+				snprintf(cell, sizeof(cell), "-");
+			else
+				snprintf(cell, sizeof(cell), "%.1f/%.1f",
+					 (double)atomic_load_explicit(&steps_sum[c].first_ns[k], memory_order_relaxed) /
+					     (double)n / 1e3,
+					 (double)atomic_load_explicit(&steps_sum[c].last_ns[k], memory_order_relaxed) /
+					     (double)n / 1e3);
+			fprintf(f, " %15s", cell);
+		}
+		uint64_t rn = atomic_load_explicit(&steps_sum[c].reaped, memory_order_relaxed);
+		if (rn)
+			fprintf(f, " %9.1f\n",
+				(double)atomic_load_explicit(&steps_sum[c].reaped_ns, memory_order_relaxed) / (double)rn /
+				    1e3);
+		else
+			fprintf(f, " %9s\n", "-");
+	}
+	memset(steps_sum, 0, sizeof(steps_sum));
+}
+
 static const char *const role_names[PROF_NROLES] = {"callers", "engine", "batch", "stream"};
 
 static uint64_t ld(const _Atomic uint64_t *c)
@@ -309,6 +413,7 @@ void prof_report(void)
 	}
 	fprintf(f, "(user_s/sys_s: CPU time of the threads while they worked for the library; GB: bytes each "
 		   "role moved itself)\n");
+	report_steps(f);
 	fflush(f);
 	if (close_it)
 		fclose(f);

@@ -42,6 +42,27 @@ enum prof_time {
 	PROF_NTIMES
 };
 
+/* The steps of a batch job's entries (batch.c, batch_io.c), for the
+ * report's timeline: when each happened after the job's Submit began. */
+enum prof_step {
+	PROF_S_POSTED,	/* Submit about to hand the job to the executor threads */
+	PROF_S_STARTED, /* an executor thread began serving the job */
+	PROF_S_CLAIMED, /* an entry claimed by a thread */
+	PROF_S_STAGED,	/* its handle and buffer resolved, a staging lane held */
+	PROF_S_READ,	/* its file read done */
+	PROF_S_QUEUED,	/* its copy and the buffer's event queued */
+	PROF_S_COPIED,	/* its copy seen complete */
+	PROF_S_DONE,	/* its completion published to GetStatus */
+	PROF_NSTEPS
+};
+
+/* One job's steps: the first and the last time each was reached by any of
+ * its entries (t0 0: not profiled, every call a no-op). */
+struct prof_steps {
+	uint64_t t0;
+	_Atomic uint64_t first[PROF_NSTEPS], last[PROF_NSTEPS];
+};
+
 extern bool prof_enabled; /* read relaxed; set at driver open */
 
 /* Driver open: reads OPENCUFILE_PROFILE / the configuration. */
@@ -60,6 +81,17 @@ uint64_t prof_now(void); /* monotonic ns, 0 when profiling is off */
 void prof_time(enum prof_time what, uint64_t t0);
 void prof_wait(enum prof_wait how, uint64_t t0);
 void prof_bytes(size_t n);
+
+/* A job's steps from `t0` (prof_now() when its Submit began; 0: off). */
+void prof_steps_init(struct prof_steps *s, uint64_t t0);
+/* Step k of one of the job's entries happened now; s may be NULL. */
+void prof_step(struct prof_steps *s, enum prof_step k);
+/* The job is over: its steps join the report's means, as a small job (at
+ * most one entry per executor thread) or a large one. */
+void prof_steps_end(const struct prof_steps *s, bool small);
+/* GetStatus returned an entry whose job's steps began at t0 (0: none),
+ * a small job's or not. */
+void prof_reaped(uint64_t t0, bool small);
 
 /* Names the calling thread (pthread_setname_np; at most 15 characters). */
 void prof_name_thread(const char *fmt, int index);
