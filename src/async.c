@@ -48,17 +48,20 @@
  *
  * Wake-ups: a submission wakes the threads it needs after it released the
  * FIFO's lock, with one broadcast where it needs every idle thread.  Made
- * under the lock, each woken thread first blocked on that lock until the
- * submitter's last signal, then the threads took it one after another, a
- * sleep and a wake-up each: on the H200 machine the first of a batch of
- * 128 entries' sixteen threads started 38 us after Submit, the last 197 us
- * (the profile's batch timeline).  A waiter counted idle that has meanwhile
- * left its wait (its bounded wait ran out, and it took an operation) makes
- * a wake-up find nobody, which loses nothing: every thread re-checks the
- * FIFO before it waits, and takes operations until it is empty.  The lock
- * is an adaptive one (it spins briefly before it sleeps): threads woken
- * together each hold it for a fraction of a microsecond, and one that
- * slept on it would wait a wake-up's 15 us.
+ * under the lock, each woken thread, and each polling one, first blocked on
+ * that lock until the submitter's last signal, then the threads took it one
+ * after another, a sleep and a wake-up each: on the H200 machine the
+ * threads of a batch of 8 entries started 18-31 us after Submit (the
+ * profile's batch timeline), the first 4-6 us after it once woken after the
+ * lock.  (The sixteen threads of a batch of 128 still start ~10 us apart,
+ * for a reason not known yet: not the lock, not GetStatus's polling, not
+ * one thread making every wake-up.)  A waiter counted idle that has
+ * meanwhile left its wait (its bounded wait ran out, and it took an
+ * operation) makes a wake-up find nobody, which loses nothing: every thread
+ * re-checks the FIFO before it waits, and takes operations until it is
+ * empty.  The lock is an adaptive one (it spins briefly before it sleeps):
+ * threads woken together each hold it for a fraction of a microsecond, and
+ * one that slept on it would wait a wake-up's 15 us.
  */
 #define _GNU_SOURCE
 #include "async.h"
@@ -311,9 +314,9 @@ void async_submit_list(struct async_exec *ex, struct async_op *first)
 		ex->nthreads++;
 		ex->starting++;
 	}
-	/* One wake-up per operation, or one broadcast where every idle
-	 * thread is wanted (a futex call each: sixteen of them took ~30 us),
-	 * made after the lock is released (see Wake-ups). */
+	/* One wake-up per operation, or one broadcast (one system call)
+	 * where every idle thread is wanted, made after the lock is released
+	 * (see Wake-ups). */
 	int wake = OCF_MIN(n - supplied, ex->idle);
 	bool all = wake > 0 && wake >= ex->idle;
 	bool locked = ex->wake_locked;

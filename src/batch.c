@@ -11,31 +11,31 @@
  * entries in completion order and frees them (and the first Submit after a
  * Cancel frees the cancelled round's: see Rounds).
  *
- * Execution: a Submit becomes one job shared by W executor operations
- * (W = min(executor threads, entries); OPENCUFILE_BATCH_WORKERS for
+ * Execution: a Submit becomes one job shared by W executor operations (W =
+ * min(executor threads, entries); OPENCUFILE_BATCH_WORKERS for
  * experiments).  Each operation's thread claims consecutive entries of the
  * job, `per_claim` at a time (about nr / W, so one claim each when all
  * threads are free; OPENCUFILE_BATCH_CLAIM), from an atomic cursor until
  * none is left, and serves them with the batch data path (batch_io.c): one
- * staging lane per thread, merged preads and copies, one event wait and
- * one completion lock per staging buffer.  A thread that starts late or
- * runs slow simply claims less.  In a small job (no more entries than
- * threads: one entry a claim) a thread reads what it claimed (its run
- * closed: bio_close) before it claims again: a run merged across claims
- * let the first thread to start take all of a small batch (contiguous
- * entries cost it one lookup each) while the others were still waking, so
- * a batch of 8 x 64 KiB took as long on 8 threads as on one.  Larger jobs
- * keep merging across claims: there every thread has claims of its own,
- * and shorter runs only cost more reads and copies
- * (OPENCUFILE_BATCH_MERGE_CLAIMS=1 merges in small jobs too, for
- * measurements).  Copies stay gathered across claims (up to 16, or the
- * end of the staging buffer): queuing each claim's copies when the claim
- * was read, so that they overlap the next claim's reads, made grouped calls
- * smaller and cost 16 batches of 128 scattered entries in flight 15 %, one
- * such batch 10 % (H200 machine, docs/benchmarks.md).  Per-entry failures land in the entry's
- * event; everything the synchronous path accepts works (any memory kind,
- * alignment, the parallel engine for large entries), since what the staged
- * path does not serve goes through it.
+ * staging lane per thread, merged preads and copies, one event wait and one
+ * completion lock per staging buffer.  A thread that starts late or runs
+ * slow simply claims less.  In a small job (no more entries than threads:
+ * one entry a claim) a thread reads what it claimed (its run closed:
+ * bio_close) before it claims again: a run merged across claims let the
+ * first thread to start take all of a small batch (contiguous entries cost
+ * it one lookup each) while the others were still waking, so a batch of 8 x
+ * 64 KiB took as long on 8 threads as on one.  Larger jobs keep merging
+ * across claims: there every thread has claims of its own, and shorter runs
+ * only cost more reads and copies (OPENCUFILE_BATCH_MERGE_CLAIMS=1 merges
+ * in small jobs too, for measurements).  Copies stay gathered across claims
+ * (up to 16, or the end of the staging buffer): queuing each claim's copies
+ * when the claim was read, so that they overlap the next claim's reads,
+ * made grouped calls smaller and cost 16 batches of 128 scattered entries
+ * in flight 15 %, one such batch 10 % (H200 machine, docs/benchmarks.md).
+ * Per-entry failures land in the entry's event; everything the synchronous
+ * path accepts works (any memory kind, alignment, the parallel engine for
+ * large entries), since what the staged path does not serve goes through
+ * it.
  *
  * Identity: a CUfileBatchHandle_t is a key (generation << 24 | slot + 1),
  * looked up in a table like file handles, never dereferenced, so a stale,
