@@ -112,12 +112,19 @@ struct async_exec {
 
 #define ELASTIC_MAX 1024
 
+/* Adaptive where glibc has it (see Wake-ups). */
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#define EXEC_LOCK_INIT PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#else
+#define EXEC_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
+#endif
+
 struct async_exec async_batch_exec = {
-	.name = "batch", .cuda = true, .lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .cv = PTHREAD_COND_INITIALIZER};
+	.name = "batch", .cuda = true, .lock = EXEC_LOCK_INIT, .cv = PTHREAD_COND_INITIALIZER};
 struct async_exec async_stream_exec = {.name = "stream",
 				       .cuda = false,
 				       .elastic = true,
-				       .lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP,
+				       .lock = EXEC_LOCK_INIT,
 				       .cv = PTHREAD_COND_INITIALIZER};
 
 #ifdef OCF_FAULT_INJECTION

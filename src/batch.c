@@ -300,11 +300,12 @@ static void job_items_done(void *arg, struct bio_item *list)
 	pthread_mutex_lock(&b->lock);
 	/* A job from before the last flush: its entries carry a later round
 	 * now, and nobody is to hear of these (see Rounds). */
-	if (j->epoch >= b->flushed)
+	if (j->epoch >= b->flushed) {
 		for (struct bio_item *it = list; it; it = it->next)
 			complete_locked(b, j->m[it - j->items].e,
 					it->result >= 0 ? CUFILE_COMPLETE : CUFILE_FAILED, it->result);
-	prof_step(&j->steps, PROF_S_DONE);
+		prof_step(&j->steps, PROF_S_DONE);
+	}
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -692,7 +693,9 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 		events[i].cookie = e->p.cookie;
 		events[i].status = e->status;
 		events[i].ret = (size_t)e->result;
-		prof_reaped(e->pt0, e->psmall);
+		/* Cancelled entries' jobs may never reach the timeline. */
+		if (e->status != CUFILE_CANCELED)
+			prof_reaped(e->pt0, e->psmall);
 		uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
 		atomic_store_explicit(&e->word, (w & ~(uint64_t)STATE_MASK) | E_FREE, memory_order_relaxed);
 		b->free_idx[b->nfree++] = idx;

@@ -23,7 +23,8 @@
  * queuing copies, of waiting for a lane or for helpers, each wait for a
  * copy by how it waited, and the bytes it moved.
  *
- * Off (the default) every hook costs one relaxed load of prof_enabled.  On,
+ * Off (the default) every hook costs one relaxed load of prof_enabled (a
+ * batch step: a call and a load of its job's t0).  On,
  * a bracket costs two getrusage calls and the hooks a clock read each: a
  * profile of 4 KiB reads measures a slightly slower library.
  */
@@ -290,8 +291,10 @@ static void report_steps(FILE *f)
 	for (int c = 0; c < 2; c++)
 		any |= atomic_load_explicit(&steps_sum[c].jobs, memory_order_relaxed) > 0;
 	if (any) {
-		fprintf(f, "batch timeline: us after Submit began, mean over jobs of the first / last entry to get "
-			   "there (small: at most an entry per executor thread)\n");
+		fprintf(f, "batch timeline: us after Submit began; each step: the first / last of a job's entries "
+			   "(operations for started, staging buffers for queued and copied) to get there, mean over "
+			   "the jobs that got there; reaped: mean over entries returned by GetStatus (small: at most "
+			   "an entry per executor thread)\n");
 		fprintf(f, "%-6s %9s", "jobs", "count");
 		for (int k = 0; k < PROF_NSTEPS; k++)
 			fprintf(f, " %15s", names[k]);

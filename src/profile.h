@@ -3,7 +3,8 @@
  * profile.h - where the library's CPU time goes, per thread role
  * (OPENCUFILE_PROFILE, or profile.cpu_profile in cufile.json).
  *
- * Off, every hook is one relaxed load.  On, each thread accounts its own
+ * Off, every hook is one relaxed load (a batch step's: a call and a load
+ * of its job's t0).  On, each thread accounts its own
  * user and system CPU time (getrusage(RUSAGE_THREAD)) while it works for
  * the library, the wall time it spends in file system calls, submitting
  * copies, and waiting for copies (by how it waited), and the bytes it
@@ -52,12 +53,15 @@ enum prof_step {
 	PROF_S_READ,	/* its file read done */
 	PROF_S_QUEUED,	/* its copy and the buffer's event queued */
 	PROF_S_COPIED,	/* its copy seen complete */
-	PROF_S_DONE,	/* its completion published to GetStatus */
+	PROF_S_DONE,	/* its completion published to GetStatus (not for a job a
+			 * later Submit flushed: see batch.c, Rounds) */
 	PROF_NSTEPS
 };
 
 /* One job's steps: the first and the last time each was reached by any of
- * its entries (t0 0: not profiled, every call a no-op). */
+ * its entries (for "started" by any of its executor operations, for
+ * "queued" and "copied" by any of its staging buffers; t0 0: not profiled,
+ * every call a no-op). */
 struct prof_steps {
 	uint64_t t0;
 	_Atomic uint64_t first[PROF_NSTEPS], last[PROF_NSTEPS];
