@@ -211,12 +211,8 @@ OCF_EXPORT unsigned long ocf_fault_cg_naps(uint64_t *shortest, uint64_t *longest
 static void nap_seen(uint64_t ns)
 {
 	atomic_fetch_add(&naps_taken, 1);
-	uint64_t v = atomic_load(&nap_lo);
-	while (ns < v && !atomic_compare_exchange_weak(&nap_lo, &v, ns))
-		;
-	v = atomic_load(&nap_hi);
-	while (ns > v && !atomic_compare_exchange_weak(&nap_hi, &v, ns))
-		;
+	ocf_atomic_min_u64(&nap_lo, ns);
+	ocf_atomic_max_u64(&nap_hi, ns);
 }
 #endif
 

@@ -68,6 +68,22 @@ static inline void ocf_cpu_relax(void)
 		} while (!(cond) && ocf_now_ns() - ocf_t0_ < (ns));          \
 	} while (0)
 
+/* Raises *a to v if v is larger (relaxed: peaks and timestamps for reports). */
+static inline void ocf_atomic_max_u64(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+	while (v > cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* Lowers *a to v if v is smaller (relaxed, as ocf_atomic_max_u64). */
+static inline void ocf_atomic_min_u64(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+	while (v < cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 /* Polls *flag until it is set or ns nanoseconds have passed: a thread kept
  * awake for work that is about to come (engine helpers, batch executors). */
 static inline void ocf_poll_flag(const atomic_bool *flag, uint64_t ns)

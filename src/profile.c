@@ -243,14 +243,8 @@ void prof_step(struct prof_steps *s, enum prof_step k)
 	if (!s || !s->t0)
 		return;
 	uint64_t now = mono_ns();
-	uint64_t v = atomic_load_explicit(&s->first[k], memory_order_relaxed);
-	while (now < v && !atomic_compare_exchange_weak_explicit(&s->first[k], &v, now, memory_order_relaxed,
-								  memory_order_relaxed))
-		;
-	v = atomic_load_explicit(&s->last[k], memory_order_relaxed);
-	while (now > v && !atomic_compare_exchange_weak_explicit(&s->last[k], &v, now, memory_order_relaxed,
-								 memory_order_relaxed))
-		;
+	ocf_atomic_min_u64(&s->first[k], now);
+	ocf_atomic_max_u64(&s->last[k], now);
 }
 
 void prof_steps_end(const struct prof_steps *s, bool small)

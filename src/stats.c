@@ -574,15 +574,12 @@ int stats_get(int level, CUfileStatsLevel3_t *out)
 /* Pinned staging memory.  Relaxed atomics: each is a counter read only for
  * reporting; the peak is a CAS-maximum over the values `pinned` took. */
 static atomic_int_fast64_t pinned, pinned_bound;
-static atomic_uint_fast64_t pinned_peak, pinned_bound_peak;
+static _Atomic uint64_t pinned_peak, pinned_bound_peak;
 
-static void raise_to(atomic_uint_fast64_t *max, int64_t v)
+static void raise_to(_Atomic uint64_t *max, int64_t v)
 {
-	uint64_t cur = atomic_load_explicit(max, memory_order_relaxed);
-	while (v > 0 && (uint64_t)v > cur &&
-	       !atomic_compare_exchange_weak_explicit(max, &cur, (uint64_t)v, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	if (v > 0)
+		ocf_atomic_max_u64(max, (uint64_t)v);
 }
 
 void stats_pinned_add(int64_t delta)
