@@ -220,8 +220,6 @@ static void bounded_passes(struct reader *r, const char *what)
 	T_ASSERT(ocf_fault_ra_fill_peak() <= 1);
 }
 
-/* Reopens the driver with the table at `dir` and says how many processes
- * it counts (-1: sharing off). */
 /* Tables the library must not use (hostshare.c), each made afresh. */
 static const struct unusable_table {
 	const char *what;
@@ -237,6 +235,8 @@ static const struct unusable_table {
 	{"is not ours", NO_LINK, 8192, 0xab, 0600},
 };
 
+/* Reopens the driver with the table at `dir` and says how many processes
+ * it counts (-1: sharing off). */
 static int reopen_with(const char *dir)
 {
 	T_CUFILE_OK(cuFileDriverClose());
