@@ -114,7 +114,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #include "cuda_loader.h"
@@ -464,17 +463,10 @@ static struct cg_queue *my_queue(struct ocf_copy_groups *cg)
 	return &cg->queues[slot % (unsigned)cg->nqueues];
 }
 
-/* Sleeps ns nanoseconds by the clock, the calling thread's timer slack
- * (50 us by default, which would dwarf the nap) at 1 ns meanwhile. */
+/* A member's nap (ocf_nap_ns: by the clock, not the timer slack). */
 static void nap(uint64_t ns)
 {
-	int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	if (old > 1)
-		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-	nanosleep(&ts, NULL);
-	if (old > 1)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)old, 0, 0, 0);
+	ocf_nap_ns(ns);
 #ifdef OCF_FAULT_INJECTION
 	nap_seen(ns);
 #endif

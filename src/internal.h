@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +90,20 @@ static inline void ocf_atomic_min_u64(_Atomic uint64_t *a, uint64_t v)
 static inline void ocf_poll_flag(const atomic_bool *flag, uint64_t ns)
 {
 	OCF_POLL_UNTIL(atomic_load_explicit(flag, memory_order_acquire), ns);
+}
+
+/* Sleeps ns nanoseconds by the clock: the calling thread's timer slack
+ * (50 us by default, which would dwarf a nap of microseconds) is 1 ns
+ * meanwhile, and restored after. */
+static inline void ocf_nap_ns(uint64_t ns)
+{
+	int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (old > 1)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	nanosleep(&ts, NULL);
+	if (old > 1)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)old, 0, 0, 0);
 }
 
 /* Sleeps while the futex word *w holds v, at most ns nanoseconds (a
