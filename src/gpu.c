@@ -26,7 +26,10 @@
  * Waiting for copies (gpu_event_wait): a copy of up to 1 MiB is polled, a
  * longer one slept for in the driver - nobody spins on a copy that takes
  * milliseconds, nobody sleeps on one that takes microseconds (the comment
- * above ev_mode has the measurements).
+ * above ev_mode has the measurements).  A polled copy still not done after
+ * its polling budget (queued behind other threads' copies) is looked at
+ * after naps that double from 20 us, each by the clock (ocf_nap_ns), not
+ * stretched by the thread's timer slack.
  */
 #define _GNU_SOURCE
 #include "gpu.h"
@@ -744,6 +747,36 @@ static size_t spin_bytes(void)
  * conservative share of PCIe) plus 30 us of latency. */
 static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 10; }
 
+/* The first of a held-up copy's naps (OPENCUFILE_EVENT_NAP_US, default
+ * 20 us; they double up to 1 ms), taken by the clock (ocf_nap_ns): with the
+ * default timer slack (50 us) a 20 us nap may last 70, and a copy queued
+ * behind others' be seen done that much late (one batch of 128 scattered
+ * 64 KiB entries: 19.0 -> 19.8 GB/s, docs/benchmarks.md).
+ * OPENCUFILE_EVENT_NAP_LOOSE=1 naps with the thread's own slack, for
+ * measurements. */
+static uint64_t first_nap_ns(void)
+{
+	static _Atomic uint64_t cache;
+	uint64_t v = atomic_load_explicit(&cache, memory_order_relaxed);
+	if (!v) {
+		size_t us = ocf_env_num("OPENCUFILE_EVENT_NAP_US", 20);
+		v = (uint64_t)OCF_MIN(OCF_MAX(us, (size_t)1), (size_t)1000) * 1000u;
+		atomic_store_explicit(&cache, v, memory_order_relaxed); /* idempotent */
+	}
+	return v;
+}
+
+static bool nap_loose(void)
+{
+	static atomic_int cache = -1;
+	int v = atomic_load_explicit(&cache, memory_order_relaxed);
+	if (v < 0) {
+		v = ocf_env_num("OPENCUFILE_EVENT_NAP_LOOSE", 0) != 0;
+		atomic_store_explicit(&cache, v, memory_order_relaxed);
+	}
+	return v;
+}
+
 CUevent gpu_lane_event(const struct ocf_lane *l, int j, size_t bytes)
 {
 	if (ev_mode() == EV_HYBRID && bytes <= spin_bytes() && l->ev_poll[j])
@@ -774,10 +807,13 @@ CUresult gpu_event_wait(CUevent ev, size_t bytes)
 				ocf_cpu_relax();
 			r = ocf_cu.EventQuery(ev);
 		} while (r == CUDA_ERROR_NOT_READY && ocf_now_ns() - start < budget);
-		for (long ns = 20000; r == CUDA_ERROR_NOT_READY; ns = ns < 1000000 ? ns * 2 : ns) {
+		bool loose = nap_loose();
+		for (uint64_t ns = first_nap_ns(); r == CUDA_ERROR_NOT_READY; ns = ns < 1000000 ? ns * 2 : ns) {
 			how = PROF_WAIT_SLEEP;
-			struct timespec ts = {0, ns};
-			nanosleep(&ts, NULL);
+			if (loose)
+				nanosleep(&(struct timespec){0, (long)ns}, NULL);
+			else
+				ocf_nap_ns(ns);
 			r = ocf_cu.EventQuery(ev);
 		}
 	} else {
