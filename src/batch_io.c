@@ -395,7 +395,7 @@ static void retire(struct bio_worker *w, int j)
 	struct bio_buf *bb = &w->buf[j];
 	if (bb->copies) {
 		CUstream s = w->lane->nb_stream;
-		CUresult r = bb->recorded ? gpu_event_wait(bb->ev, bb->used) : ocf_cu.StreamSynchronize(s);
+		CUresult r = bb->recorded ? gpu_event_wait_prompt(bb->ev, bb->used) : ocf_cu.StreamSynchronize(s);
 		prof_step(w->steps, PROF_S_COPIED);
 		if (r != CUDA_SUCCESS) {
 			long err = cuda_error("waiting for staging copies", r);

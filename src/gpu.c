@@ -28,8 +28,9 @@
  * milliseconds, nobody sleeps on one that takes microseconds (the comment
  * above ev_mode has the measurements).  A polled copy still not done after
  * its polling budget (queued behind other threads' copies) is looked at
- * after naps that double from 20 us, each by the clock (ocf_nap_ns), not
- * stretched by the thread's timer slack.
+ * after naps that double from 20 us; the batch path's waits
+ * (gpu_event_wait_prompt) take them by the clock (ocf_nap_ns), the others
+ * with the thread's timer slack (see first_nap_ns).
  */
 #define _GNU_SOURCE
 #include "gpu.h"
@@ -748,12 +749,15 @@ static size_t spin_bytes(void)
 static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 10; }
 
 /* The first of a held-up copy's naps (OPENCUFILE_EVENT_NAP_US, default
- * 20 us; they double up to 1 ms), taken by the clock (ocf_nap_ns): with the
- * default timer slack (50 us) a 20 us nap may last 70, and a copy queued
- * behind others' be seen done that much late (one batch of 128 scattered
- * 64 KiB entries: 19.0 -> 19.8 GB/s, docs/benchmarks.md).
- * OPENCUFILE_EVENT_NAP_LOOSE=1 naps with the thread's own slack, for
- * measurements. */
+ * 20 us; they double up to 1 ms).  A batch staging buffer's wait
+ * (gpu_event_wait_prompt) naps by the clock (ocf_nap_ns): with the default
+ * timer slack (50 us) a 20 us nap may last 70, and a copy queued behind
+ * others' be seen done that much late, with every entry of the buffer
+ * waiting on it (one batch of 128 scattered 64 KiB entries 2-12 % faster on
+ * the H200 machine, docs/benchmarks.md).  The other waits keep the slack:
+ * by the clock, one caller's 1 MiB reads (whose read-ahead fillers wait so)
+ * went 2-6 % slower.  OPENCUFILE_EVENT_NAP_LOOSE=1 gives the batch waits
+ * the slack too, for measurements. */
 static uint64_t first_nap_ns(void)
 {
 	static _Atomic uint64_t cache;
@@ -784,7 +788,7 @@ CUevent gpu_lane_event(const struct ocf_lane *l, int j, size_t bytes)
 	return l->ev[j];
 }
 
-CUresult gpu_event_wait(CUevent ev, size_t bytes)
+static CUresult event_wait(CUevent ev, size_t bytes, bool prompt)
 {
 	uint64_t t0 = prof_now();
 	int mode = ev_mode();
@@ -807,7 +811,7 @@ CUresult gpu_event_wait(CUevent ev, size_t bytes)
 				ocf_cpu_relax();
 			r = ocf_cu.EventQuery(ev);
 		} while (r == CUDA_ERROR_NOT_READY && ocf_now_ns() - start < budget);
-		bool loose = nap_loose();
+		bool loose = !prompt || nap_loose();
 		for (uint64_t ns = first_nap_ns(); r == CUDA_ERROR_NOT_READY; ns = ns < 1000000 ? ns * 2 : ns) {
 			how = PROF_WAIT_SLEEP;
 			if (loose)
@@ -825,6 +829,10 @@ CUresult gpu_event_wait(CUevent ev, size_t bytes)
 	prof_wait(how, t0);
 	return r;
 }
+
+CUresult gpu_event_wait(CUevent ev, size_t bytes) { return event_wait(ev, bytes, false); }
+
+CUresult gpu_event_wait_prompt(CUevent ev, size_t bytes) { return event_wait(ev, bytes, true); }
 
 /* Liveness of a GPU's primary context, for threads that wait on memory the
  * GPU writes (stream.c): a query of an event that never had work, which

@@ -142,6 +142,11 @@ CUevent gpu_lane_event(const struct ocf_lane *lane, int j, size_t bytes);
  * driver (gpu.c says why).  Returns what cuEventQuery/cuEventSynchronize
  * returned. */
 CUresult gpu_event_wait(CUevent ev, size_t bytes);
+/* The same, for a wait whose end completes many entries at once (a batch
+ * staging buffer's): a copy held up past its polling budget is looked at
+ * after naps by the clock (ocf_nap_ns) rather than naps the thread's timer
+ * slack stretches (gpu.c says why). */
+CUresult gpu_event_wait_prompt(CUevent ev, size_t bytes);
 
 /* Releases every pool, stream and context.  Called by the driver close
  * when no I/O is in flight. */
