@@ -760,25 +760,15 @@ static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 
  * the slack too, for measurements. */
 static uint64_t first_nap_ns(void)
 {
-	static _Atomic uint64_t cache;
-	uint64_t v = atomic_load_explicit(&cache, memory_order_relaxed);
-	if (!v) {
-		size_t us = ocf_env_num("OPENCUFILE_EVENT_NAP_US", 20);
-		v = (uint64_t)OCF_MIN(OCF_MAX(us, (size_t)1), (size_t)1000) * 1000u;
-		atomic_store_explicit(&cache, v, memory_order_relaxed); /* idempotent */
-	}
-	return v;
+	static size_t cache = (size_t)-1;
+	size_t us = ocf_env_num_once("OPENCUFILE_EVENT_NAP_US", 20, &cache);
+	return (uint64_t)OCF_MIN(OCF_MAX(us, (size_t)1), (size_t)1000) * 1000u;
 }
 
 static bool nap_loose(void)
 {
-	static atomic_int cache = -1;
-	int v = atomic_load_explicit(&cache, memory_order_relaxed);
-	if (v < 0) {
-		v = ocf_env_num("OPENCUFILE_EVENT_NAP_LOOSE", 0) != 0;
-		atomic_store_explicit(&cache, v, memory_order_relaxed);
-	}
-	return v;
+	static size_t cache = (size_t)-1;
+	return ocf_env_num_once("OPENCUFILE_EVENT_NAP_LOOSE", 0, &cache) != 0;
 }
 
 CUevent gpu_lane_event(const struct ocf_lane *l, int j, size_t bytes)

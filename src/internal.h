@@ -143,6 +143,8 @@ bool ocf_env_off(const char *name);
  * (size_t)-1.  Threads may race on the first call: each stores the same
  * value. */
 size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache);
+/* ocf_env_num, read once in the same way. */
+size_t ocf_env_num_once(const char *name, size_t def, size_t *cache);
 
 
 #endif /* OCF_INTERNAL_H_ */

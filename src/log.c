@@ -82,14 +82,25 @@ bool ocf_env_off(const char *name)
 	return e && (!strcmp(e, "off") || !strcmp(e, "0"));
 }
 
-size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)
+/* read(name, def), kept in *cache after the first call. */
+static size_t env_once(size_t (*read)(const char *, size_t), const char *name, size_t def, size_t *cache)
 {
 	size_t cur = __atomic_load_n(cache, __ATOMIC_RELAXED);
 	if (cur == (size_t)-1) {
-		cur = ocf_env_kb(name, def_kb);
+		cur = read(name, def);
 		__atomic_store_n(cache, cur, __ATOMIC_RELAXED); /* idempotent */
 	}
 	return cur;
+}
+
+size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)
+{
+	return env_once(ocf_env_kb, name, def_kb, cache);
+}
+
+size_t ocf_env_num_once(const char *name, size_t def, size_t *cache)
+{
+	return env_once(ocf_env_num, name, def, cache);
 }
 
 int log_level_from_name(const char *name)

@@ -3,8 +3,8 @@
  * function: unset or empty gives the default; decimal digits up to 2^30
  * give that many KiB (0 included); anything else — a sign, a suffix, spaces,
  * hexadecimal, a number too large — is refused with a warning and gives the
- * default, never a number read from a prefix.  The cached form reads the
- * variable once. */
+ * default, never a number read from a prefix.  The cached forms (KiB and
+ * plain numbers) read the variable once. */
 #define OCF_CONFIG_UNIT
 #include "config_test_util.h"
 #include "internal.h"
@@ -42,5 +42,15 @@ int main(void)
 	setenv(VAR, "16", 1);
 	T_EQ(ocf_env_kb_once(VAR, 256, &cache), (size_t)8 * 1024); /* read once */
 	T_EQ(cache, (size_t)8 * 1024);
+
+	/* The plain-number form caches the same way (no KiB). */
+	size_t ncache = (size_t)-1;
+	setenv(VAR, "20", 1);
+	T_EQ(ocf_env_num_once(VAR, 7, &ncache), (size_t)20);
+	setenv(VAR, "40", 1);
+	T_EQ(ocf_env_num_once(VAR, 7, &ncache), (size_t)20); /* read once */
+	ncache = (size_t)-1;
+	setenv(VAR, "4k", 1);
+	T_EQ(ocf_env_num_once(VAR, 7, &ncache), (size_t)7); /* refused: the default */
 	return 0;
 }
