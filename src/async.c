@@ -329,19 +329,16 @@ void async_submit_list(struct async_exec *ex, struct async_op *first)
 	 * where every idle thread is wanted, made after the lock is released
 	 * (see Wake-ups). */
 	int wake = OCF_MIN(n - supplied, ex->idle);
-	bool all = wake > 0 && wake >= ex->idle;
-	bool locked = ex->wake_locked;
-	if (locked)
-		for (int i = 0; i < wake; i++)
-			pthread_cond_signal(&ex->cv);
-	pthread_mutex_unlock(&ex->lock);
-	if (locked)
-		return;
+	bool locked = ex->wake_locked, all = !locked && wake > 0 && wake >= ex->idle;
+	if (!locked)
+		pthread_mutex_unlock(&ex->lock);
 	if (all)
 		pthread_cond_broadcast(&ex->cv);
 	else
 		for (int i = 0; i < wake; i++)
 			pthread_cond_signal(&ex->cv);
+	if (locked)
+		pthread_mutex_unlock(&ex->lock);
 }
 
 void async_submit(struct async_exec *ex, struct async_op *op)
