@@ -47,6 +47,7 @@
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define T_EXIT_PASS 0
@@ -641,12 +642,17 @@ static inline size_t t_cached_pages(const char *path, size_t flen, off_t lo, off
  * reclaimed; mapped ones are left alone by reclaim of unmapped cache and
  * are the kernel's last choice otherwise.  Pinning reads in any page
  * evicted since the caller cached it.  off is a multiple of the page size
- * and the range lies inside the file.
+ * and the range lies inside the file.  mlock is made as a system call:
+ * ASan's and TSan's runtimes replace the C library's mlock with one that
+ * locks nothing and returns 0, which left the pages of the sanitizer
+ * stages' tests neither locked nor even mapped in.
  */
 struct t_pin {
 	void *addr;
 	size_t len;
 };
+
+static inline int t_mlock(const void *addr, size_t len) { return (int)syscall(SYS_mlock, addr, len); }
 
 static inline struct t_pin t_pin_cached(const char *path, off_t off, size_t len)
 {
@@ -663,12 +669,12 @@ static inline struct t_pin t_pin_cached(const char *path, off_t off, size_t len)
 	/* A page read in here is read alone: no read-around into pages
 	 * outside the range, which a test may need uncached. */
 	(void)madvise(p.addr, len, MADV_RANDOM);
-	if (mlock(p.addr, len) == 0)
+	if (t_mlock(p.addr, len) == 0)
 		return p;
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) == 0 && mlock(p.addr, len) == 0)
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) == 0 && t_mlock(p.addr, len) == 0)
 			return p;
 	}
 	fprintf(stderr, "note: %zu bytes of %s mapped, not locked (mlock: %s)\n", len, path, strerror(errno));
