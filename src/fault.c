@@ -17,6 +17,7 @@
 #include "fault.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
@@ -170,6 +171,37 @@ static ssize_t transfer_len(enum ocf_fault_call call, int fd, size_t n)
 	return (ssize_t)shortened(fd, n, k);
 }
 
+/* Reads through O_DIRECT descriptors: bytes asked, and the latest range
+ * (under direct_lock). */
+static pthread_mutex_t direct_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long direct_bytes, direct_last_off, direct_last_len;
+
+static void note_read(int fd, size_t n, off_t off)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || !(fl & O_DIRECT) || n == 0)
+		return;
+	pthread_mutex_lock(&direct_lock);
+	direct_bytes += n;
+	direct_last_off = (unsigned long long)off;
+	direct_last_len = n;
+	pthread_mutex_unlock(&direct_lock);
+}
+
+void fault_note_ring_read(int fd, size_t n, off_t off) { note_read(fd, n, off); }
+
+OCF_EXPORT unsigned long long ocf_fault_direct_reads(unsigned long long *last_off, unsigned long long *last_len)
+{
+	pthread_mutex_lock(&direct_lock);
+	unsigned long long n = direct_bytes;
+	if (last_off)
+		*last_off = direct_last_off;
+	if (last_len)
+		*last_len = direct_last_len;
+	pthread_mutex_unlock(&direct_lock);
+	return n;
+}
+
 ssize_t fault_pread(int fd, void *buf, size_t n, off_t off)
 {
 	ssize_t m = transfer_len(OCF_FAULT_PREAD, fd, n);
@@ -178,7 +210,10 @@ ssize_t fault_pread(int fd, void *buf, size_t n, off_t off)
 		memset(buf, 0xEE, n);
 		errno = e;
 	}
-	return m < 0 ? -1 : pread(fd, buf, (size_t)m, off);
+	if (m < 0)
+		return -1;
+	note_read(fd, (size_t)m, off);
+	return pread(fd, buf, (size_t)m, off);
 }
 
 ssize_t fault_pwrite(int fd, const void *buf, size_t n, off_t off)
@@ -192,6 +227,7 @@ ssize_t fault_preadv2(int fd, void *buf, size_t n, off_t off, int flags)
 	ssize_t m = transfer_len(OCF_FAULT_PREADV2, fd, n);
 	if (m < 0)
 		return -1;
+	note_read(fd, (size_t)m, off);
 	struct iovec iov = {buf, (size_t)m};
 	return preadv2(fd, &iov, 1, off, flags);
 }

@@ -63,6 +63,10 @@ int fault_uring_res(int res);
  * injects (the caller then skips the call and fails it with that errno),
  * or 0: make the call. */
 int fault_errno(enum ocf_fault_call call);
+/* A read of n bytes at off queued on a ring (uring.c): counted by
+ * ocf_fault_direct_reads when fd is O_DIRECT, as fault_pread and
+ * fault_preadv2 count theirs. */
+void fault_note_ring_read(int fd, size_t n, off_t off);
 
 #else /* no hook: the system calls themselves */
 
@@ -82,6 +86,7 @@ static inline int fault_errno(enum ocf_fault_call call)
 	(void)call;
 	return 0;
 }
+static inline void fault_note_ring_read(int fd, size_t n, off_t off) { (void)fd, (void)n, (void)off; }
 
 #endif /* OCF_FAULT_INJECTION */
 
@@ -149,6 +154,12 @@ unsigned long ocf_fault_polled_batch_ops(void);
 /* cuFileBatchIOGetStatus calls whose wait ended while polling, before any
  * sleep (batch.c), since the process started. */
 unsigned long ocf_fault_polled_status_waits(void);
+/* Bytes the library asked to read through O_DIRECT descriptors (pread,
+ * preadv2, io_uring) since the process started: such a read goes to the
+ * disk whatever the page cache holds (bytes asked past end of file, which
+ * it returns none of, are counted too).  *last_off and *last_len
+ * (where not NULL): the file range of the latest such read (0, 0: none). */
+unsigned long long ocf_fault_direct_reads(unsigned long long *last_off, unsigned long long *last_len);
 /* Removes every rule. */
 void ocf_fault_reset(void);
 /* Calls of that kind since the process started, and how many were hit. */

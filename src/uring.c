@@ -171,6 +171,8 @@ int uring_queue(struct ocf_ring *r, bool write, int fd, void *buf, size_t len, o
 		io_uring_prep_write(sqe, fd, buf, (unsigned)len, (__u64)off);
 	else
 		io_uring_prep_read(sqe, fd, buf, (unsigned)len, (__u64)off);
+	if (!write)
+		fault_note_ring_read(fd, len, off);
 	io_uring_sqe_set_data64(sqe, tag);
 	r->queued++;
 	r->inflight++;
