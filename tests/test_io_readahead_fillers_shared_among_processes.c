@@ -15,7 +15,9 @@
  *     places up (a pass over the file later), at most max(1, 2 / 2) = 1
  *     helper fills a window at once;
  *   - the peer is killed (no driver close): it stops being counted once
- *     its stamp is stale (OPENCUFILE_HOST_SHARE_ACTIVE_MS, 500 ms for it);
+ *     its stamp is stale (OPENCUFILE_HOST_SHARE_ACTIVE_MS, 3 s for it: a
+ *     peer that stamps every 20 ms stays counted while a loaded machine
+ *     keeps it off a CPU for a second or two);
  *   - a second peer reads the same file in order through its own
  *     read-ahead: two processes counted, at most one helper a window here;
  *     the peer closes the driver and its slot is given back at once;
@@ -125,11 +127,11 @@ static void peer_wait_go(int down)
 		_exit(0);
 }
 
-/* The stamping peer: stamps itself every 20 ms (its stamps last 500 ms),
+/* The stamping peer: stamps itself every 20 ms (its stamps last 3 s),
  * says so after the first, until it is killed. */
 static void peer_stamper(int up, int down)
 {
-	setenv("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "500", 1);
+	setenv("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "3000", 1);
 	peer_wait_go(down);
 	t_cuda_require();
 	T_CUFILE_OK(cuFileDriverOpen());
