@@ -12,7 +12,9 @@
  *     -c SIZE   chunk of the page-cache pread ceiling (default 1M)
  *     -d GPU    GPU index (default 0)
  *     -t TESTS  comma list of copy,latency,dirty,pread,odirect,pwrite,kvcopy,
- *               kvfile,staged (default all that the given files allow)
+ *               kvfile,staged (default all that the given files allow), writes
+ *               (only when named: the write mechanisms and the disk's write
+ *               rates, -W FILE's name with .wN appended, -s bytes each)
  *     -n        never drop the page cache (default: drop it, as root, before
  *               each cold measurement)
  *
@@ -34,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -685,6 +688,311 @@ static void test_pwrite(const char *file, uint64_t bytes)
 	}
 }
 
+/* ------------------------------------------------------- write ceilings */
+
+/* The mechanisms a write from staging into a file can use, measured from
+ * pinned memory (where a device-to-host copy lands) into a file, timed
+ * over the calls only (no fsync inside the timing: the page cache is where
+ * a buffered write ends), CPU s/GB of the whole process beside each:
+ *   pwrite   buffered pwrite: the file's write lock (i_rwsem) is taken for
+ *            each call, so writers of one file take turns
+ *   files    the same, each thread its own file (no shared lock)
+ *   map      stores (memcpy) through one shared writable mapping of the
+ *            file: a page fault takes no file write lock
+ * with a mapping's variants: +thp (the mapping 2 MiB-aligned and
+ * MADV_HUGEPAGE, so that a fault can bring in and map a 2 MiB folio),
+ * +popw / +popr (each chunk's pages faulted in first with one
+ * madvise(MADV_POPULATE_WRITE / _READ)), +need (posix_fadvise WILLNEED of
+ * each chunk first); into a new file (created empty; a mapping's file
+ * extended with ftruncate, its blocks allocated at the faults), into blocks
+ * reserved beforehand (fallocate, timed with the writes: "res") and over
+ * clean cached pages of the same file ("cached").  Then the disk: O_DIRECT
+ * writes of 16 MiB at queue depth 1-16 (threads), new file and reserved,
+ * and buffered writes of the same bytes timed to the end of their fsync. */
+enum wmode { W_PWRITE, W_FILES, W_MAP, W_DIRECT };
+enum wfile { WF_NEW, WF_RESERVED, WF_CACHED };
+enum { WP_THP = 1, WP_POPW = 2, WP_POPR = 4, WP_NEED = 8, WP_FSYNC = 16 };
+
+struct wjob {
+	enum wmode mode;
+	int flags;
+	int fds[64];
+	char *map, *map_base;
+	size_t map_len;
+	size_t chunk;
+	uint64_t nchunks;
+	int threads;
+	atomic_ullong next;
+	atomic_int err;
+	pthread_barrier_t go;
+};
+
+struct wthread {
+	struct wjob *j;
+	int id;
+};
+
+static int wpwrite(int fd, const char *buf, size_t n, uint64_t off)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pwrite(fd, buf + done, n - done, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? errno : EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static void *wjob_main(void *arg)
+{
+	struct wthread *t = arg;
+	struct wjob *j = t->j;
+	int pinned = 0;
+	void *buf = host_alloc(j->chunk, &pinned);
+	if (buf)
+		pattern_fill(buf, (uint64_t)t->id * j->chunk, j->chunk);
+	else
+		atomic_store(&j->err, ENOMEM);
+	pthread_barrier_wait(&j->go); /* buffers ready */
+	pthread_barrier_wait(&j->go); /* the timed set-up done */
+	uint64_t per_file = j->nchunks / (uint64_t)j->threads;
+	for (uint64_t k = 0; buf;) {
+		uint64_t c;
+		if (j->mode == W_FILES) {
+			if (k >= per_file)
+				break;
+			c = k++;
+		} else {
+			c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+			if (c >= j->nchunks)
+				break;
+		}
+		uint64_t off = c * j->chunk;
+		int e = 0;
+		if (j->mode == W_MAP) {
+			if ((j->flags & WP_NEED) && (e = posix_fadvise(j->fds[0], (off_t)off, (off_t)j->chunk,
+								       POSIX_FADV_WILLNEED)))
+				;
+			else if ((j->flags & WP_POPW) && madvise(j->map + off, j->chunk, MADV_POPULATE_WRITE))
+				e = errno;
+			else if ((j->flags & WP_POPR) && madvise(j->map + off, j->chunk, MADV_POPULATE_READ))
+				e = errno;
+			else
+				memcpy(j->map + off, buf, j->chunk);
+		} else {
+			e = wpwrite(j->mode == W_FILES ? j->fds[t->id] : j->fds[0], buf, j->chunk, off);
+		}
+		if (e) {
+			atomic_store(&j->err, e);
+			break;
+		}
+	}
+	pthread_barrier_wait(&j->go);
+	if (buf)
+		host_free(buf, pinned);
+	return NULL;
+}
+
+static void wname(char *name, size_t len, const char *base, int i) { snprintf(name, len, "%s.w%d", base, i); }
+
+/* Prepares the file(s) of one measurement (not timed): a new empty file,
+ * or one written once and synced (clean cached pages). */
+static int wprep(struct wjob *j, const char *base, enum wfile kind, uint64_t bytes)
+{
+	int nf = j->mode == W_FILES ? j->threads : 1;
+	uint64_t each = bytes / (uint64_t)nf;
+	for (int i = 0; i < nf; i++) {
+		char name[4096];
+		wname(name, sizeof(name), base, i);
+		unlink(name);
+		j->fds[i] = open(name, O_RDWR | O_CREAT | O_TRUNC | (j->mode == W_DIRECT ? O_DIRECT : 0), 0644);
+		if (j->fds[i] < 0) {
+			printf("# writes: %s: %s\n", name, strerror(errno));
+			return -1;
+		}
+		if (kind == WF_CACHED) {
+			char *b = calloc(1, 1 << 20);
+			for (uint64_t o = 0; b && o < each; o += 1 << 20)
+				if (wpwrite(j->fds[i], b, 1 << 20, o))
+					break;
+			free(b);
+			fsync(j->fds[i]);
+		}
+	}
+	return 0;
+}
+
+/* The timed set-up of a measurement: blocks reserved, the mapping made. */
+static int wsetup(struct wjob *j, enum wfile kind, uint64_t bytes)
+{
+	int nf = j->mode == W_FILES ? j->threads : 1;
+	for (int i = 0; kind == WF_RESERVED && i < nf; i++) {
+		int e = posix_fallocate(j->fds[i], 0, (off_t)(bytes / (uint64_t)nf));
+		if (e) {
+			printf("# writes: fallocate: %s\n", strerror(e));
+			return -1;
+		}
+	}
+	if (j->mode != W_MAP)
+		return 0;
+	if (kind == WF_NEW && ftruncate(j->fds[0], (off_t)bytes)) {
+		printf("# writes: ftruncate: %s\n", strerror(errno));
+		return -1;
+	}
+	const size_t A = (size_t)2 << 20;
+	j->map_len = bytes + A;
+	j->map_base = mmap(NULL, j->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (j->map_base == MAP_FAILED) {
+		j->map_base = NULL;
+		return -1;
+	}
+	char *at = (char *)(((uintptr_t)j->map_base + A - 1) & ~(uintptr_t)(A - 1));
+	j->map = mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, j->fds[0], 0);
+	if (j->map == MAP_FAILED) {
+		printf("# writes: mmap: %s\n", strerror(errno));
+		j->map = NULL;
+		return -1;
+	}
+	if ((j->flags & WP_THP) && madvise(j->map, bytes, MADV_HUGEPAGE))
+		printf("# writes: MADV_HUGEPAGE: %s\n", strerror(errno));
+	return 0;
+}
+
+static void wdone(struct wjob *j, const char *base)
+{
+	int nf = j->mode == W_FILES ? j->threads : 1;
+	if (j->map_base)
+		munmap(j->map_base, j->map_len);
+	for (int i = 0; i < nf; i++) {
+		char name[4096];
+		wname(name, sizeof(name), base, i);
+		if (j->fds[i] >= 0)
+			close(j->fds[i]);
+		unlink(name); /* drops its dirty pages unwritten */
+	}
+}
+
+/* One write measurement; prints `ceiling write_<mode>_<file>_<T>x<chunk>`
+ * and its CPU.  Returns GB/s (0 on failure). */
+static double wmeasure(const char *base, enum wmode mode, int flags, enum wfile kind, int threads, size_t chunk,
+		       uint64_t bytes)
+{
+	static const char *const modes[] = {"pwrite", "files", "map", "odirect"};
+	static const char *const kinds[] = {"new", "res", "cached"};
+	struct wjob j = {.mode = mode, .flags = flags, .chunk = chunk, .nchunks = bytes / chunk, .threads = threads};
+	for (int i = 0; i < 64; i++)
+		j.fds[i] = -1;
+	bytes = j.nchunks * chunk;
+	double v = 0;
+	int n = threads < 64 ? threads : 64;
+	if (wprep(&j, base, kind, bytes) == 0) {
+		pthread_t th[64];
+		struct wthread wt[64];
+		pthread_barrier_init(&j.go, NULL, (unsigned)n + 1);
+		for (int i = 0; i < n; i++) {
+			wt[i] = (struct wthread){.j = &j, .id = i};
+			pthread_create(&th[i], NULL, wjob_main, &wt[i]);
+		}
+		pthread_barrier_wait(&j.go); /* buffers ready */
+		struct rusage r0, r1;
+		getrusage(RUSAGE_SELF, &r0);
+		double t0 = now();
+		int bad = wsetup(&j, kind, bytes);
+		double t_setup = now() - t0;
+		if (bad)
+			atomic_store(&j.err, EINVAL), atomic_store(&j.next, j.nchunks);
+		pthread_barrier_wait(&j.go); /* go */
+		pthread_barrier_wait(&j.go); /* every thread done */
+		if (flags & WP_FSYNC)
+			for (int i = 0; i < (mode == W_FILES ? n : 1); i++)
+				fsync(j.fds[i]);
+		double dt = now() - t0;
+		getrusage(RUSAGE_SELF, &r1);
+		for (int i = 0; i < n; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&j.go);
+		if (atomic_load(&j.err)) {
+			printf("# writes %s: %s\n", modes[mode], strerror(atomic_load(&j.err)));
+		} else {
+			v = (double)bytes / dt / 1e9;
+			char name[128], cs[24];
+			if (chunk >= (1 << 20))
+				snprintf(cs, sizeof(cs), "%zuMiB", chunk >> 20);
+			else
+				snprintf(cs, sizeof(cs), "%zuKiB", chunk >> 10);
+			snprintf(name, sizeof(name), "write_%s%s%s%s%s_%s_%dx%s%s", modes[mode], flags & WP_THP ? "+thp" : "",
+				 flags & WP_POPW ? "+popw" : "", flags & WP_POPR ? "+popr" : "", flags & WP_NEED ? "+need" : "",
+				 kinds[kind], threads, cs, flags & WP_FSYNC ? "_fsync" : "");
+			ceiling(name, v, "GB/s");
+			printf("# %s: %.3f CPU s/GB, set-up %.1f ms, %llu bytes\n", name,
+			       cpu_seconds(&r0, &r1) / ((double)bytes / 1e9), t_setup * 1e3, (unsigned long long)bytes);
+		}
+	}
+	wdone(&j, base);
+	return v;
+}
+
+struct wrow {
+	enum wmode mode;
+	int flags;
+	enum wfile kind;
+	int threads;
+	size_t chunk;
+};
+
+static void test_writes(const char *base, uint64_t bytes)
+{
+	const size_t M = 1 << 20;
+	static const struct wrow rows[] = {
+	    {W_PWRITE, 0, WF_NEW, 1, 16 << 20},
+	    {W_PWRITE, 0, WF_NEW, 8, 16 << 20},
+	    {W_FILES, 0, WF_NEW, 8, 16 << 20},
+	    {W_PWRITE, 0, WF_CACHED, 8, 16 << 20},
+	    {W_MAP, 0, WF_CACHED, 1, 16 << 20},
+	    {W_MAP, 0, WF_CACHED, 8, 2 << 20},
+	    {W_MAP, 0, WF_RESERVED, 8, 2 << 20},
+	    {W_MAP, WP_THP, WF_NEW, 1, 16 << 20},
+	    {W_MAP, WP_THP, WF_NEW, 8, 2 << 20},
+	    {W_MAP, WP_THP, WF_NEW, 8, 16 << 20},
+	    {W_MAP, WP_THP, WF_RESERVED, 1, 16 << 20},
+	    {W_MAP, WP_THP, WF_RESERVED, 8, 2 << 20},
+	    {W_MAP, WP_THP, WF_RESERVED, 8, 16 << 20},
+	    {W_MAP, WP_THP | WP_POPW, WF_RESERVED, 8, 2 << 20},
+	    {W_MAP, WP_THP | WP_POPR, WF_RESERVED, 8, 2 << 20},
+	    {W_MAP, WP_THP, WF_RESERVED, 16, 2 << 20},
+	    {W_MAP, WP_POPR, WF_RESERVED, 8, 2 << 20},
+	    {W_MAP, WP_NEED, WF_RESERVED, 8, 2 << 20},
+	    {W_MAP, WP_NEED, WF_RESERVED, 1, 16 << 20},
+	    {W_MAP, WP_THP, WF_RESERVED, 16, 64 << 10},
+	    {W_MAP, WP_THP, WF_CACHED, 16, 64 << 10},
+	    {W_PWRITE, 0, WF_CACHED, 16, 64 << 10},
+	    {W_MAP, WP_THP | WP_FSYNC, WF_RESERVED, 8, 2 << 20},
+	};
+	sync();
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct wrow *r = &rows[i];
+		wmeasure(base, r->mode, r->flags, r->kind, r->threads, r->chunk, r->chunk < M ? bytes / 2 : bytes);
+		if (i % 4 == 3)
+			sync();
+	}
+	/* The disk. */
+	double best_new = 0, best_res = 0;
+	static const int depths[] = {1, 4, 8, 16};
+	for (int i = 0; i < 4; i++) {
+		double a = wmeasure(base, W_DIRECT, 0, WF_NEW, depths[i], 16 * M, bytes);
+		double b = wmeasure(base, W_DIRECT, 0, WF_RESERVED, depths[i], 16 * M, bytes);
+		best_new = a > best_new ? a : best_new;
+		best_res = b > best_res ? b : best_res;
+		sync();
+	}
+	ceiling("disk_odirect_write_new_best", best_new, "GB/s");
+	ceiling("disk_odirect_write_reserved_best", best_res, "GB/s");
+	ceiling("disk_buffered_write_fsync_1x1MiB", wmeasure(base, W_PWRITE, WP_FSYNC, WF_NEW, 1, M, bytes), "GB/s");
+}
+
 /* ------------------------------------------------ the staged pipeline */
 
 /* What any library that reaches device memory through pinned staging can
@@ -914,7 +1222,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "
-				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged] [-n]\n",
+				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged,writes] [-n]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -956,5 +1264,7 @@ int main(int argc, char **argv)
 		test_kvcopy();
 	if (file && wfile && wanted(tests, "kvfile"))
 		test_kvfile(file, wfile, wbytes);
+	if (wfile && tests && wanted(tests, "writes")) /* only when named: about a minute */
+		test_writes(wfile, wbytes);
 	return 0;
 }
