@@ -206,6 +206,13 @@ static void usage(FILE *f)
 		   "  -v N      issue each op as cuFileReadv/cuFileWritev of N pieces: one\n"
 		   "            contiguous file range, the pieces laid out in the buffer in\n"
 		   "            reverse order (never adjacent in memory); needs -x 0\n"
+		   "  -n        writes into a new file: the file (-f, or each of -D) is made\n"
+		   "            empty (O_TRUNC) before each run, and the writes extend it\n"
+		   "  -M        one run whose ops take the -i sizes in turn, each thread going\n"
+		   "            through its region in order (a checkpoint's tensors of mixed\n"
+		   "            sizes: -i 1M,16M,4M,64M -M)\n"
+		   "  -F        each thread fsyncs its file after its last op, inside the timing\n"
+		   "            (a write that lasts until its bytes are on the disk)\n"
 		   "  -S        sweep: every -i size x every -w thread count (what any list\n"
 		   "            does); use with -C/-G, and -T for a fixed time per cell\n"
 		   "  -C FILE   write results as CSV\n"
@@ -235,7 +242,7 @@ int main(int argc, char **argv)
 	int opt, batch_opts = 0;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:Rh")) != -1) {
+	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:RnMFh")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -348,6 +355,15 @@ int main(int argc, char **argv)
 			o.scatter = 1;
 			batch_opts = 1;
 			break;
+		case 'n':
+			o.newfile = 1;
+			break;
+		case 'M':
+			o.mix = 1;
+			break;
+		case 'F':
+			o.fsync_end = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -411,7 +427,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < o.nthreads; i++)
 		if (o.threads[i] > maxthreads)
 			maxthreads = o.threads[i];
-	if (o.file) {
+	if (o.newfile && !is_write())
+		die_usage("-n (a new file) is for writes (-I 1 or 3)");
+	if (o.mix && (o.sweep || o.nthreads > 1 || group_mode() || is_random() || o.shared))
+		die_usage("-M needs one thread count, sequential synchronous ops (-x 0, 1 or 2, -I 0 or 1), no -S or -A");
+	if (o.newfile) {
+		/* run_one and the workers create the file(s) empty. */
+	} else if (o.file) {
 		if (prepare_file(o.file, o.offset + o.size))
 			return EXIT_FAIL;
 	} else {

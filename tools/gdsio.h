@@ -82,6 +82,9 @@ struct opts {
 	int scatter;	  /* -R: batch entries scattered in the file and in the buffer pool */
 	const char *csv, *svg;
 	int driver_open_runs;
+	int newfile;  /* -n: writes into a file made empty before each run */
+	int mix;      /* -M: one run whose ops take the -i sizes in turn */
+	int fsync_end; /* -F: each worker fsyncs its file after its last op, inside the timing */
 };
 extern struct opts o;
 

@@ -92,8 +92,9 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	}
 
 	if (!o.dir) {
-		int flags = (is_write() ? O_RDWR : O_RDONLY) | (o.odirect ? O_DIRECT : 0);
-		run.fd = open(o.file, flags);
+		int flags = (is_write() ? O_RDWR : O_RDONLY) | (o.odirect ? O_DIRECT : 0) |
+			    (o.newfile ? O_CREAT | O_TRUNC : 0);
+		run.fd = open(o.file, flags, 0644);
 		run.vfd = o.verify ? open(o.file, O_RDONLY) : -1;
 		if (run.fd < 0 || (o.verify && run.vfd < 0)) {
 			res->status = ST_SETUP;
@@ -261,7 +262,12 @@ int sweep(void)
 	int worst = ST_OK, k = 0;
 	for (int ti = 0; ti < o.nthreads; ti++) {
 		for (int ii = 0; ii < o.nios; ii++, k++) {
-			run_one(o.ios[ii], o.threads[ti], &res[k]);
+			/* -M: one run, its ops of every size (the buffer of the
+			 * largest). */
+			size_t io = o.ios[ii];
+			for (int j = 0; o.mix && j < o.nios; j++)
+				io = o.ios[j] > io ? o.ios[j] : io;
+			run_one(io, o.threads[ti], &res[k]);
 			print_result(&res[k]);
 			if (csv)
 				csv_row(csv, &res[k]);
@@ -273,8 +279,10 @@ int sweep(void)
 				fflush(NULL);
 				_exit(EXIT_FAIL);
 			}
-			if (res[k].status == ST_UNSUPPORTED)
+			if (res[k].status == ST_UNSUPPORTED || o.mix) {
+				k++;
 				goto done;
+			}
 		}
 	}
 done:

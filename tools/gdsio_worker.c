@@ -132,15 +132,30 @@ int keep_going(struct worker *w, uint64_t k, double t)
 		return 0;
 	if (o.duration > 0)
 		return k == 0 || t < w->run->deadline;
-	return k < w->nops;
+	return o.mix || k < w->nops; /* -M: loop_sync stops at the region's end */
 }
 
 static void loop_sync(struct worker *w)
 {
 	size_t io = w->run->io;
 	double t = 0;
+	uint64_t pos = 0; /* -M: where in the region the next op starts */
 	for (uint64_t k = 0; keep_going(w, k, t); k++) {
 		uint64_t off = op_offset(w, k);
+		if (o.mix) {
+			/* The sizes in turn, through the region in order (again
+			 * from its start with -T). */
+			if (pos >= w->len) {
+				if (o.duration <= 0)
+					break;
+				pos = 0;
+			}
+			io = o.ios[k % (uint64_t)o.nios];
+			if (io > w->len - pos)
+				io = (size_t)(w->len - pos);
+			off = w->start + pos;
+			pos += io;
+		}
 		/* -A: the shared buffer mirrors the data set, op at file offset
 		 * off goes to buffer byte off - -o. */
 		size_t at = o.shared ? (size_t)(off - o.offset) : 0;
@@ -187,8 +202,9 @@ static void worker_setup(struct worker *w)
 	}
 	if (o.dir) {
 		w->own_fd = 1;
-		int flags = (is_write() ? O_RDWR : O_RDONLY) | (o.odirect ? O_DIRECT : 0);
-		w->fd = open(w->path, flags);
+		int flags = (is_write() ? O_RDWR : O_RDONLY) | (o.odirect ? O_DIRECT : 0) |
+			    (o.newfile ? O_CREAT | O_TRUNC : 0);
+		w->fd = open(w->path, flags, 0644);
 		w->vfd = o.verify ? open(w->path, O_RDONLY) : -1;
 		if (w->fd < 0 || (o.verify && w->vfd < 0)) {
 			worker_fail(w, ST_SETUP, "open %s: %s", w->path, strerror(errno));
@@ -346,6 +362,8 @@ void *worker_main(void *arg)
 			loop_group(w);
 		else
 			loop_sync(w);
+		if (o.fsync_end && !w->status && fsync(w->fd) != 0)
+			worker_fail(w, ST_IOERR, "fsync: %s", strerror(errno));
 	}
 	w->t_end = now();
 	atomic_fetch_add_explicit(&w->run->done, 1, memory_order_release);
