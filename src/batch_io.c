@@ -375,7 +375,7 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 	size_t total = (size_t)(last->io.off - first->io.off) + last->io.len;
 	char *base = stage_base(w, j);
 	uint64_t t0 = prof_now();
-	ssize_t wr = fio_write(h, base + first->stage, total, first->io.off, NULL);
+	ssize_t wr = fio_write(h, base + first->stage, total, first->io.off, NULL, NULL);
 	prof_time(PROF_T_FILE, t0);
 	for (struct bio_item *it = first; it != last->next; it = it->next) {
 		size_t rel = (size_t)(it->io.off - first->io.off);
@@ -384,7 +384,7 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 		else if (first == last)
 			it->result = wr;
 		else
-			it->result = fio_write(h, base + it->stage, it->io.len, it->io.off, NULL);
+			it->result = fio_write(h, base + it->stage, it->io.len, it->io.off, NULL, NULL);
 	}
 }
 

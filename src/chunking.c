@@ -64,7 +64,7 @@ static size_t alone_chunk_bytes(void)
 
 size_t chunk_size(const struct ocf_io *io, const struct chunk_shape *s)
 {
-	size_t A = OCF_MAX(fio_align(io->h), (size_t)4096);
+	size_t A = OCF_MAX(s->align, (size_t)4096);
 	size_t alone = s->lone && !s->helpers ? alone_chunk_bytes() : 0;
 	size_t total = io->len + s->skew0;
 	size_t cap = OCF_ALIGN_DOWN(s->max_chunk, A);

@@ -20,6 +20,7 @@ struct chunk_shape {
 	size_t max_chunk; /* the staging buffer's size (at least the file's alignment and 4 KiB) */
 	size_t min_chunk; /* the smallest chunk worth a helper (min_chunk_kb); read only with helpers */
 	size_t skew0;	  /* the file offset's misalignment (chunk 0 ends there) */
+	size_t align;	  /* chunk boundaries' file alignment (fio_piece_align; at most max_chunk) */
 	int helpers;	  /* helpers asked for, the caller not counted */
 	bool lone;	  /* a device read whose caller is alone in the engine */
 };

@@ -445,11 +445,11 @@ static void host_chunks(struct ocf_job *job, struct ocf_lane *lane)
 		} else if (!job->write) {
 			r = fio_read(io->h, mem, n, off, lane ? &lane->bufs[0] : NULL);
 		} else if (fio_direct_compatible(io->h, mem, off)) {
-			r = fio_write(io->h, mem, n, off, NULL);
+			r = fio_write(io->h, mem, n, off, NULL, &job->wprep);
 		} else {
 			char *stage = lane->bufs[0].buf + fio_stage_skew(io->h, off);
 			memcpy(stage, mem, n);
-			r = fio_write(io->h, stage, n, off, NULL);
+			r = fio_write(io->h, stage, n, off, NULL, &job->wprep);
 		}
 		prof_time(PROF_T_FILE, t0);
 		if (r > 0)
@@ -726,7 +726,7 @@ static bool write_staged_chunk(struct ocf_job *job, struct ocf_lane *lane, struc
 	off_t off = io->off + (off_t)at;
 	uint64_t t0 = prof_now();
 	ssize_t w =
-	    fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off, lane_ring(lane));
+	    fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off, lane_ring(lane), &job->wprep);
 	prof_time(PROF_T_FILE, t0);
 	if (w > 0)
 		prof_bytes((size_t)w);
@@ -844,7 +844,7 @@ static void ring_chunks(struct ocf_job *job)
 				if (actual != planned)
 					memmove(slot + actual, slot + planned, n);
 				uint64_t t0 = prof_now();
-				ssize_t r = fio_write(io->h, slot + actual, n, off, NULL);
+				ssize_t r = fio_write(io->h, slot + actual, n, off, NULL, &job->wprep);
 				prof_time(PROF_T_FILE, t0);
 				if (r > 0)
 					prof_bytes((size_t)r);
@@ -996,18 +996,27 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		job.skew0 = job.plan->skew0;
 		job.nchunks = job.plan->nchunks;
 	} else if (!striped) {
-		job.skew0 = (size_t)io->off % fio_align(io->h);
+		/* A write stored through the file's mapping cuts its chunks at
+		 * 2 MiB boundaries of the file where its staging buffers hold
+		 * that much (fileio.h). */
+		size_t align = fio_piece_align(io->h, write);
+		if (align > max_chunk)
+			align = fio_align(io->h);
+		job.skew0 = (size_t)io->off % align;
 		/* min_chunk_bytes only with helpers: pool_start (which sets
 		 * it, under q_lock) has then run on this thread. */
 		struct chunk_shape shape = {.max_chunk = max_chunk,
 					    .min_chunk = helpers ? min_chunk_bytes : 0,
 					    .skew0 = job.skew0,
+					    .align = align,
 					    .helpers = helpers,
 					    .lone = others == 0 && !write && io->t.device && job.pool};
 		job.chunk = chunk_size(io, &shape);
 		job.nchunks = (io->len + job.skew0 + job.chunk - 1) / job.chunk;
 	}
 	job.nonblocking = nonblocking_copies;
+	if (write)
+		fio_write_begin(io->h, io->off, io->len, &job.wprep);
 	atomic_init(&job.next, 0);
 	atomic_init(&job.stop, job.nchunks);
 	job.err_idx = job.short_idx = job.nchunks;
@@ -1080,6 +1089,8 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 	} else {
 		ret = (ssize_t)io->len;
 	}
+	if (write)
+		fio_write_end(io->h, &job.wprep, io->off, io->len, ret);
 	pthread_mutex_destroy(&job.lock);
 	pthread_cond_destroy(&job.cv);
 	return ret;

@@ -255,6 +255,11 @@ int fault_fstat(int fd, struct stat *st) { return fails(OCF_FAULT_FSTAT) ? -1 : 
 
 int fault_fcntl(int fd, int cmd, int arg) { return fails(OCF_FAULT_FCNTL) ? -1 : fcntl(fd, cmd, arg); }
 
+int fault_fallocate(int fd, int mode, off_t off, off_t len)
+{
+	return fails(OCF_FAULT_FALLOCATE) ? -1 : fallocate(fd, mode, off, len);
+}
+
 int fault_uring_res(int res)
 {
 	int err;

@@ -43,6 +43,9 @@ enum ocf_fault_call {
 	OCF_FAULT_URING_REGBUF, /* io_uring_register_buffers of a lane's staging buffers */
 	OCF_FAULT_MAPPED,       /* a copy through a file mapping (filemap.c): an injected errno
 				 * stands for a page fault that raised SIGBUS */
+	OCF_FAULT_FALLOCATE,    /* fallocate(): blocks reserved for a write, the file extended */
+	OCF_FAULT_MAPPED_STORE, /* stores through a writable file mapping (filemap.c): an
+				 * injected errno stands for a fault that raised SIGBUS */
 	OCF_FAULT_NCALLS
 };
 
@@ -55,6 +58,7 @@ ssize_t fault_preadv2(int fd, void *buf, size_t n, off_t off, int flags);
 int fault_open(const char *path, int flags);
 int fault_fstat(int fd, struct stat *st);
 int fault_fcntl(int fd, int cmd, int arg);
+int fault_fallocate(int fd, int mode, off_t off, off_t len);
 /* The result an io_uring completion reports (bytes, or -errno) after the
  * rules: the uring path calls res = fault_uring_res(cqe->res) and handles
  * what comes back (-EAGAIN, -EIO, a short count) as a real completion. */
@@ -80,6 +84,7 @@ static inline ssize_t fault_preadv2(int fd, void *buf, size_t n, off_t off, int 
 static inline int fault_open(const char *path, int flags) { return open(path, flags); }
 static inline int fault_fstat(int fd, struct stat *st) { return fstat(fd, st); }
 static inline int fault_fcntl(int fd, int cmd, int arg) { return fcntl(fd, cmd, arg); }
+static inline int fault_fallocate(int fd, int mode, off_t off, off_t len) { return fallocate(fd, mode, off, len); }
 static inline int fault_uring_res(int res) { return res; }
 static inline int fault_errno(enum ocf_fault_call call)
 {
@@ -127,6 +132,9 @@ unsigned long ocf_fault_mapped_caught(void);
 /* Mapped copies made with streaming stores (not the bulk chunks', which
  * use ordinary stores) since the process started. */
 unsigned long ocf_fault_mapped_streamed(void);
+/* Bytes stored through writable file mappings (buffered writes, filemap.c)
+ * since the process started. */
+unsigned long long ocf_fault_mapped_stored(void);
 /* Naps taken by members of copy groups (copygroup.c) since the process
  * started; *shortest and *longest (where not NULL): the shortest and the
  * longest nap since the last call (0 if none). */

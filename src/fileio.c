@@ -47,11 +47,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -592,20 +594,240 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	return r;
 }
 
+/* A buffered pwrite of the handle's file, in its writers' turn. */
+static ssize_t pwrite_turn(struct ocf_handle *h, const char *src, size_t n, off_t off)
+{
+	handle_write_turn(h, true);
+	ssize_t r = pwrite_full(h->fd, src, n, off);
+	handle_write_turn(h, false);
+	return r;
+}
+
+/* Does a write of the handle's descriptor go through `ring`?  A buffered
+ * one only with the uring backend (fio_op_wants_ring). */
+static bool write_on_ring(const struct ocf_handle *h, const struct ocf_ring *ring)
+{
+	struct fio_op op = {.fd = h->fd, .write = true, .direct = h->odirect, .align = h->align, .len = 1};
+	return ring && fio_op_wants_ring(&op);
+}
+
 /* A write to fd, through the ring where it belongs there. */
 static ssize_t write_piece(struct ocf_handle *h, struct ocf_ring *ring, const char *src, size_t n, off_t off)
 {
+	if (!h->odirect && !write_on_ring(h, ring))
+		return pwrite_turn(h, src, n, off);
 	struct fio_op op = {.fd = h->fd, .write = true, .direct = h->odirect, .align = h->align,
 			    .buf = (char *)src, .len = n, .off = off};
 	return op_run_ring(&op, ring);
 }
 
-ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring)
+/* ------------------------------------------------ writes through the mapping */
+
+/* Pieces of a buffered write below this size are one pwrite: the stores
+ * save the file's write lock, which a small pwrite holds only briefly, at
+ * the price of a few system calls that would cost more than they save. */
+#define MAPPED_WRITE_MIN ((size_t)64 << 10)
+#define NOT_MAPPED (-1000000) /* write_mapped: this piece goes to pwrite */
+
+/* Does the page cache hold every page of [off, off+n)?  Unknown: no. */
+static bool range_cached(int fd, off_t off, size_t n)
+{
+	bool known;
+	return cached_prefix_len_known(fd, off, n, 0, &known) == n && known;
+}
+
+/* Does [off, end) of the file hold no data (a hole, or blocks reserved and
+ * never written, which read as zeros)? */
+static bool range_hole(int fd, off_t off, off_t end)
+{
+	off_t d = lseek(fd, off, SEEK_DATA);
+	return d < 0 ? errno == ENXIO : d >= end;
+}
+
+/* Would a write ending at `end` pass RLIMIT_FSIZE?  Then pwrite writes it,
+ * up to the limit, and raises SIGXFSZ as it would without us. */
+static bool past_fsize_limit(off_t end)
+{
+	struct rlimit rl;
+	return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)end > rl.rlim_cur;
+}
+
+/* After a reservation failed: the blocks it may have reserved past end of
+ * file in [off, end) are given back (past end of file there is no data to
+ * lose; a failed fallocate can leave some of its blocks reserved). */
+static void release_past_eof(int fd, off_t off, off_t end)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return;
+	off_t lo = OCF_MAX(off, st.st_size);
+	if (lo < end)
+		(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, lo, end - lo);
+}
+
+/* Reserves the blocks of [off, off+n) and makes the file at least off+n
+ * long, as a pwrite there would: first the reservation, which changes no
+ * size (so a full disk fails it with nothing to undo), then one byte of it
+ * allocated the ordinary way, which extends the size and never shrinks it.
+ * size: the file's size seen before.  0, or -1 (the piece goes to pwrite,
+ * which reports the error as it would without us). */
+static int reserve_range(struct ocf_handle *h, off_t off, size_t n, off_t size)
+{
+	off_t end = off + (off_t)n;
+	if (end > size && past_fsize_limit(end))
+		return -1;
+	if (fault_fallocate(h->fd, FALLOC_FL_KEEP_SIZE, off, (off_t)n) != 0 ||
+	    (end > size && fault_fallocate(h->fd, 0, end - 1, 1) != 0)) {
+		int e = errno;
+		release_past_eof(h->fd, off, end);
+		log_debug("fd %d: %zu bytes at %lld not reserved (%s): written with pwrite", h->fd, n, (long long)off,
+			  strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+/* Makes [off, off+n) ready for stores through the mapping: inside the
+ * file, its blocks reserved, and no byte of it on the disk only (a store's
+ * fault would read it from the disk first, which pwrite never does).
+ * Nothing to do where the request reserved it (prep).  0, or -1: pwrite. */
+static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct fio_wprep *prep)
+{
+	off_t end = off + (off_t)n;
+	if (prep && off >= prep->ready_lo && end <= prep->ready_hi)
+		return 0;
+	struct stat st;
+	if (fault_fstat(h->fd, &st) != 0)
+		return -1;
+	off_t lo_end = OCF_MIN(end, st.st_size);
+	bool reserve = end > st.st_size;
+	if (off < lo_end && !range_cached(h->fd, off, (size_t)(lo_end - off))) {
+		if (!range_hole(h->fd, off, lo_end))
+			return -1;
+		reserve = true;
+	}
+	return reserve ? reserve_range(h, off, n, st.st_size) : 0;
+}
+
+/* Writes the piece [off, off+n) of the write prep->req_off.. (the whole
+ * request when prep is NULL) with stores through the handle's writable
+ * mapping where it may, pwrite elsewhere.  Stores take no file lock, so
+ * threads writing one file move in parallel (a buffered pwrite holds the
+ * file's write lock, i_rwsem, for its whole copy: any number of writers of
+ * one file move at about one thread's copy speed).
+ *
+ * Where: a store's fault dirties the whole folio it lands in, up to 2 MiB
+ * (FMAP_FOLIO_MAX, the largest the page cache makes), and one into a page
+ * not cached makes a folio that large.  So stores go only into 2 MiB
+ * regions of the file that the request writes whole, and into the part of
+ * its last region past the file's end (no folio is made past end of file);
+ * anything else - the head before the first region boundary, a tail that
+ * would dirty bytes the request does not write - goes with pwrite, so that
+ * no byte outside the write is dirtied (a hole stays a hole, writeback
+ * writes only what was written).
+ *
+ * The last page's bytes go with pwrite after the stores, and that call is
+ * what a writer through pwrite would be seen by: it updates the file's
+ * times and raises the inotify IN_MODIFY event, after every byte of the
+ * piece is in place, so that a read-ahead window of this library in any
+ * process, and any file watcher, sees the write (a store raises no event,
+ * and updates the times only at the first store to a clean page).  Returns
+ * the bytes written, or NOT_MAPPED: the piece goes to pwrite whole, which
+ * reports what happens. */
+static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off_t off,
+			    const struct fio_wprep *prep)
+{
+	if (!h->wmap || n < MAPPED_WRITE_MIN)
+		return NOT_MAPPED;
+	const off_t R = (off_t)FMAP_FOLIO_MAX;
+	off_t end = off + (off_t)n;
+	off_t req_end = prep && prep->size >= 0 ? prep->req_end : end;
+	off_t s = OCF_ALIGN_UP(off, R), e = OCF_ALIGN_DOWN(end, R);
+	if (end == req_end && e < end && s < end) {
+		/* The request's last region: stores up to its end where the
+		 * rest of the region lies past end of file. */
+		struct stat st;
+		if (fault_fstat(h->fd, &st) == 0 && st.st_size <= end)
+			e = end;
+	}
+	if (e - s < (off_t)MAPPED_WRITE_MIN || mapped_ready(h, s, (size_t)(e - s), prep) != 0)
+		return NOT_MAPPED;
+	/* The head, then the stores, then the rest with the last page. */
+	if (s > off) {
+		ssize_t w = pwrite_turn(h, src, (size_t)(s - off), off);
+		if (w < (ssize_t)(s - off))
+			return w;
+	}
+	off_t last = OCF_MIN(e, OCF_MAX(s, OCF_ALIGN_DOWN(end - 1, (off_t)page_size())));
+	/* A fault (the file shrank under the stores, a block could not be
+	 * reserved, a disk error): pwrite writes the stored part again. */
+	if (last > s && fmap_store(h->wmap, s, src + (s - off), (size_t)(last - s)) < 0) {
+		ssize_t w = pwrite_turn(h, src + (s - off), (size_t)(end - s), s);
+		return w < 0 ? (ssize_t)(s - off) : (ssize_t)(s - off) + w;
+	}
+	ssize_t w = pwrite_turn(h, src + (last - off), (size_t)(end - last), last);
+	/* The stored bytes are in the file: a failing pwrite of the rest makes
+	 * the write short, as a pwrite that stops there would. */
+	return w < 0 ? (ssize_t)(last - off) : (ssize_t)(last - off) + w;
+}
+
+size_t fio_piece_align(const struct ocf_handle *h, bool write)
+{
+	return write && h->wmap ? FMAP_FOLIO_MAX : h->align;
+}
+
+void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep *p)
+{
+	*p = (struct fio_wprep){.size = -1, .req_end = off + (off_t)n};
+	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD || (!h->wmap && !h->odirect) || n < MAPPED_WRITE_MIN)
+		return;
+	struct stat st;
+	if (fault_fstat(h->fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	p->size = st.st_size;
+	off_t end = off + (off_t)n;
+	if (end <= st.st_size)
+		return;
+	/* Past end of file there is no data: reserved in one call for every
+	 * piece, the file extended once. */
+	off_t lo = OCF_MAX(off, st.st_size);
+	if (reserve_range(h, lo, (size_t)(end - lo), st.st_size) == 0) {
+		p->ready_lo = lo;
+		p->ready_hi = end;
+		p->extended = true;
+	}
+}
+
+void fio_write_end(struct ocf_handle *h, const struct fio_wprep *p, off_t off, size_t n, ssize_t result)
+{
+	if (p->size < 0 || (result >= 0 && (size_t)result == n))
+		return;
+	/* A write that failed or came back short leaves the file no longer
+	 * than the bytes it reports make it (and no shorter than it was):
+	 * later pieces may have been written, and the request may have
+	 * extended the file for all of them.  Not when the file is longer
+	 * than this write would make it: another writer extended it. */
+	off_t keep = OCF_MAX(p->size, off + (result > 0 ? (off_t)result : 0));
+	struct stat st;
+	if (fstat(h->fd, &st) == 0 && st.st_size > keep && st.st_size <= off + (off_t)n) {
+		if (ftruncate(h->fd, keep) != 0)
+			log_warn("fd %d: could not cut the file back to %lld bytes after a failed write: %s", h->fd,
+				 (long long)keep, strerror(errno));
+	}
+}
+
+ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
+		  const struct fio_wprep *prep)
 {
 	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		return fs_io(h, (char *)src, n, off, 1);
-	if (!h->odirect)
-		return write_piece(h, ring, src, n, off);
+	if (!h->odirect) {
+		/* Stores through the mapping, unless the transfers were asked
+		 * to go through io_uring (OPENCUFILE_IO_BACKEND=uring,
+		 * properties.prefer_iouring). */
+		ssize_t r = write_on_ring(h, ring) ? NOT_MAPPED : write_mapped(h, src, n, off, prep);
+		return r != NOT_MAPPED ? r : write_piece(h, ring, src, n, off);
+	}
 
 	off_t A = (off_t)h->align;
 	off_t end = off + (off_t)n; /* <= LLONG_MAX: checked by the caller */

@@ -22,6 +22,11 @@ size_t fio_stage_skew(const struct ocf_handle *h, off_t off);
 
 /* Alignment that chunk boundaries keep for this handle (1: none needed). */
 size_t fio_align(const struct ocf_handle *h);
+/* The same for the pieces of a write (write) or a read: a buffered write
+ * stored through the file's mapping cuts its pieces at 2 MiB boundaries of
+ * the file, so that each piece's stores cover whole regions of the size of
+ * the largest folio (fio_write). */
+size_t fio_piece_align(const struct ocf_handle *h, bool write);
 
 /* Whether a staged read of this handle may go to the disk with O_DIRECT:
  * an O_DIRECT handle, or a buffered one whose uncached bytes are read
@@ -102,12 +107,36 @@ ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t 
  * flushes (8).  x86-64 only; elsewhere a no-op. */
 void fio_flush_before_copy(const void *p, size_t n, int busy);
 
+/* What a write request did before its pieces (fio_write_begin): the file's
+ * size then (-1: nothing known, nothing to undo) and the range it reserved
+ * past end of file and extended the file over (ready_lo < ready_hi). */
+struct fio_wprep {
+	off_t size;
+	off_t req_end; /* where the request ends */
+	off_t ready_lo, ready_hi;
+	bool extended;
+};
+
+/* Before the pieces of a write of [off, off+n) (a request the engine may
+ * split): notes the file's size, and where pieces may go in parallel past
+ * end of file - stores through the mapping of a buffered handle, O_DIRECT
+ * writes, which ext4 serialises where they extend the file - reserves that
+ * range and extends the file over it at once. */
+void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep *p);
+/* After them, with the request's result: a write that failed or came back
+ * short leaves the file no longer than what it reports makes it. */
+void fio_write_end(struct ocf_handle *h, const struct fio_wprep *p, off_t off, size_t n, ssize_t result);
+
 /* Writes n bytes from src to [off, off+n).  With O_DIRECT, src must satisfy
  * src % align == off % align (as staged data does); the unaligned head and
  * tail go through a buffered descriptor.  The aligned body goes through
- * `ring` when it is not NULL and fio_op_wants_ring says so.  Returns the
- * length of the prefix known to be written, or an error when nothing was. */
-ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring);
+ * `ring` when it is not NULL and fio_op_wants_ring says so.  A buffered
+ * piece of 64 KiB or more may be stored through the file's mapping
+ * ("Writes through the mapping", fileio.c).  prep: the request's
+ * fio_write_begin, or NULL.  Returns the length of the prefix known to be
+ * written, or an error when nothing was. */
+ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
+		  const struct fio_wprep *prep);
 
 /* Is memory at p aligned like file offset off for this handle's O_DIRECT? */
 int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off);

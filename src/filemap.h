@@ -12,10 +12,19 @@
 
 struct ocf_fmap;
 
+/* The largest folio the page cache makes (a PMD: 2 MiB on x86-64): a store's
+ * fault dirties the whole folio it lands in, so stores that must dirty only
+ * what they write stay inside regions of this size that they cover. */
+#define FMAP_FOLIO_MAX ((size_t)2 << 20)
+
 /* The mapping state of one handle's file, read through descriptor fd (not
  * owned), or NULL where mapped reads are off (OPENCUFILE_MAPPED_READS) or
  * memory is short.  Nothing is mapped until the first copy. */
 struct ocf_fmap *fmap_create(int fd);
+/* The same for buffered writes through descriptor fd (open for reading and
+ * writing): windows that stores go through (fmap_store), or NULL where
+ * mapped writes are off (OPENCUFILE_MAPPED_WRITES). */
+struct ocf_fmap *fmap_create_writable(int fd);
 /* Unmaps everything; no copy may be running (the handle's last reference). */
 void fmap_destroy(struct ocf_fmap *m);
 /* Stops the thread that drops idle windows' page-table entries (driver
@@ -31,6 +40,18 @@ void fmap_stop(void);
  * caller then reads the range with a system call, which reports what
  * happened.  dst may have been written in part when -1 comes back. */
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n);
+
+/* Stores the n bytes at src into [off, off+n) of the file through a
+ * writable window (fmap_create_writable).  The file must already be at
+ * least off+n long, and the range's blocks should be reserved (or cached):
+ * a store's fault into an unreserved block reserves it, and one into an
+ * uncached block with data reads it from the disk first.  Returns n, or -1
+ * where the mapping cannot take the range (nothing can be mapped there,
+ * SIGBUS could not be caught safely, or a fault failed: the file shrank
+ * under the stores, no block could be reserved, the disk returned an
+ * error); part of the bytes may have been stored then, and the caller
+ * writes the range with a system call, which reports what happens. */
+ssize_t fmap_store(struct ocf_fmap *m, off_t off, const char *src, size_t n);
 
 /* The calling thread's next copies are bulk (fio_bulk_reads: on) and are
  * left to preadv2 (fmap_copy returns -1), or not (off). */

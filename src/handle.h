@@ -30,6 +30,9 @@ struct ocf_handle {
 	/* Cached bytes of staged reads are copied through a mapping of the
 	 * file (filemap.c); NULL: with preadv2. */
 	struct ocf_fmap *fmap;
+	/* Buffered writes of a piece of at least 64 KiB store through a
+	 * writable mapping of the file (fileio.c); NULL: with pwrite. */
+	struct ocf_fmap *wmap;
 	/* A sequential reader's next bytes read ahead (readahead.c): allowed
 	 * (a local file system, a descriptor), and the state, made at the
 	 * first device read (atomic), with the function that frees it. */
@@ -37,6 +40,9 @@ struct ocf_handle {
 	struct ocf_ra *ra;
 	void (*ra_free)(struct ocf_ra *ra);
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */
+	/* Buffered writers of the file take turns on it (handle.c, "writers'
+	 * turns"); NULL: not a buffered regular file open for writing. */
+	struct ocf_wturn *wturn;
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */
 	pthread_mutex_t toggle_lock;
@@ -56,6 +62,9 @@ int handle_deregister(CUfileHandle_t fh);
  * forged (it is never dereferenced before it is found in the table). */
 struct ocf_handle *handle_get(CUfileHandle_t fh);
 void handle_put(struct ocf_handle *h);
+/* Takes (take) or gives back the turn of h's file among the process's
+ * buffered writers of it, around a pwrite; nothing where h has none. */
+void handle_write_turn(struct ocf_handle *h, bool take);
 /* The file of h as watchdog_wait_begin() takes it: the descriptor, -1 for
  * no handle, or WATCHDOG_USERSPACE_FS. */
 int handle_watch_fd(const struct ocf_handle *h);

@@ -134,6 +134,10 @@ static const struct kind kinds[] = {
 	{"io_uring buffers ENOMEM", SRC_FILE, OCF_FAULT_URING_REGBUF, ENOMEM, NULL, EX_RETRIED, false},
 	{"open (twin) EMFILE", SRC_FILE, OCF_FAULT_OPEN, EMFILE, NULL, EX_RETRIED, false},
 	{"fstat EIO", SRC_FILE, OCF_FAULT_FSTAT, EIO, NULL, EX_OS(EIO), true},
+	/* A write's reservation, or its stores through the file's mapping,
+	 * that fail: the piece goes to pwrite. */
+	{"fallocate ENOSPC", SRC_FILE, OCF_FAULT_FALLOCATE, ENOSPC, NULL, EX_RETRIED, false},
+	{"mapped store fault", SRC_FILE, OCF_FAULT_MAPPED_STORE, EIO, NULL, EX_RETRIED, false},
 	{"fcntl EBADF", SRC_FILE, OCF_FAULT_FCNTL, EBADF, NULL, EX_BADF, false},
 	{"statx EIO", SRC_FILE, OCF_FAULT_STATX, EIO, NULL, EX_RETRIED, false},
 	{"H2D copy (sync)", SRC_CUDA, 0, 0, "cuMemcpyHtoD_v2", EX_CUDA, false},
@@ -1002,9 +1006,12 @@ static const struct not_applicable not_applicable[] = {
 	 "under uring a device-memory write on a buffered descriptor is one ring transfer"},
 	{"preadv2 ", FW | FB | FA, VALL, BALL, false,
 	 "page-cache copies serve buffered reads of 64 KiB or more; batch and stream sessions use O_DIRECT"},
-	{"cachestat ", FW | FB | FA, VALL, BALL, false,
+	{"cachestat ", FB | FA, VALL, BALL, false,
 	 "the cached prefix is measured for buffered reads of 64 KiB or more; batch and stream sessions use "
 	 "O_DIRECT"},
+	{"cachestat ", FW, VALL, BALL, false,
+	 "only a buffered write covering a whole 2 MiB region of the file asks whether the pages it "
+	 "overwrites are cached: these are smaller (test_write_mapped_stores_keep_pwrite_semantics)"},
 	{"preadv2 ", FBR | FHR, VALL, BALL, false, REG_ONLY},
 	{"preadv2 ", FDO, VALL, BU, false,
 	 "under uring a range the page cache holds whole is one buffered ring transfer, not a copy"},
@@ -1019,6 +1026,16 @@ static const struct not_applicable not_applicable[] = {
 	 "host memory is not staged in a GPU's lane: its transfers are pread/pwrite, the ring serves lanes"},
 	{"io_uring ", FA, VALL, BU, false,
 	 "stream operations do their file I/O with pread/pwrite on the executor's threads, without a ring"},
+	{"fallocate ", FR | FBR | FHR | FDO, VALL, BALL, false, "these calls never write the file"},
+	{"fallocate ", FW | FB | FA, VALL, BALL, false,
+	 "these writes land inside the file, whose blocks are all written: nothing to reserve (a write past "
+	 "end of file or into a hole reserves: test_write_mapped_stores_keep_pwrite_semantics)"},
+	{"mapped store ", FR | FBR | FHR | FDO, VALL, BALL, false, "these calls never write the file"},
+	{"mapped store ", FW, VALL, BALL, false,
+	 "only a buffered write covering a whole 2 MiB region of the file stores through the mapping: "
+	 "these are smaller, or O_DIRECT (test_write_mapped_stores_keep_pwrite_semantics)"},
+	{"mapped store ", FB | FA, VALL, BALL, false,
+	 "batch and stream sessions use O_DIRECT: no stores through the mapping"},
 	/* Registration. */
 	{"open ", FR | FW | FBR | FB | FA, VALL, BALL, false,
 	 "twin descriptors are opened at handle registration, before the fault is armed"},
@@ -1027,8 +1044,10 @@ static const struct not_applicable not_applicable[] = {
 	 "buffered twin"},
 	{"statx ", FR | FW | FBR | FB | FA, VALL, BALL, false,
 	 "statx runs at registration of an O_DIRECT descriptor, before the fault"},
-	{"fstat ", FW | FBR | FB | FA, VALL, BALL, false,
+	{"fstat ", FBR, VALL, BALL, false,
 	 "fstat runs at registration, before the fault, and before a read in place"},
+	{"fstat ", FW, V_DEV_SMALL, BALL, false,
+	 "a write under 64 KiB is one pwrite: the file's size is asked only before the pieces of a larger one"},
 	{"fstat ", FR, V_DEV | V_HOST_DIRECT | V_HOST_BUF, BALL, false,
 	 "the file size is asked only before a read in place, into memory aligned like the file"},
 	/* CUDA. */
