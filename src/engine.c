@@ -1090,7 +1090,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		ret = (ssize_t)io->len;
 	}
 	if (write)
-		fio_write_end(io->h, &job.wprep, io->off, io->len, ret);
+		ret = fio_write_end(io->h, &job.wprep, io->off, io->len, ret);
 	pthread_mutex_destroy(&job.lock);
 	pthread_cond_destroy(&job.cv);
 	return ret;

@@ -597,10 +597,7 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 /* A buffered pwrite of the handle's file, in its writers' turn. */
 static ssize_t pwrite_turn(struct ocf_handle *h, const char *src, size_t n, off_t off)
 {
-	handle_write_turn(h, true);
-	ssize_t r = pwrite_full(h->fd, src, n, off);
-	handle_write_turn(h, false);
-	return r;
+	return handle_write_in_turn(h, h->fd, src, n, off, pwrite_full);
 }
 
 /* Does a write of the handle's descriptor go through `ring`?  A buffered
@@ -644,6 +641,25 @@ static bool range_hole(int fd, off_t off, off_t end)
 	return d < 0 ? errno == ENXIO : d >= end;
 }
 
+/* The file's size, asked so that none of its times is: with multigrain
+ * timestamps (Linux 6.13) a query of the times makes the next update of
+ * them fine-grained, and every store's fault then dirties the inode (eight
+ * writers of one file asking fstat for each piece spent 3 CPU s/GB in the
+ * kernel, H200 machine).  0, or -1 (errno). */
+static int size_of(int fd, off_t *size)
+{
+	int fe = fault_errno(OCF_FAULT_STATX);
+	if (fe) {
+		errno = fe;
+		return -1;
+	}
+	struct statx sx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_SIZE, &sx) != 0)
+		return -1;
+	*size = (off_t)sx.stx_size;
+	return 0;
+}
+
 /* Would a write ending at `end` pass RLIMIT_FSIZE?  Then pwrite writes it,
  * up to the limit, and raises SIGXFSZ as it would without us. */
 static bool past_fsize_limit(off_t end)
@@ -657,10 +673,10 @@ static bool past_fsize_limit(off_t end)
  * lose; a failed fallocate can leave some of its blocks reserved). */
 static void release_past_eof(int fd, off_t off, off_t end)
 {
-	struct stat st;
-	if (fstat(fd, &st) != 0)
+	off_t size;
+	if (size_of(fd, &size) != 0)
 		return;
-	off_t lo = OCF_MAX(off, st.st_size);
+	off_t lo = OCF_MAX(off, size);
 	if (lo < end)
 		(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, lo, end - lo);
 }
@@ -687,34 +703,44 @@ static int reserve_range(struct ocf_handle *h, off_t off, size_t n, off_t size)
 	return 0;
 }
 
+/* How [off, off+n) of the file, inside it (off+n <= size), may take
+ * stores: READY (every page cached: no store's fault reads or reserves
+ * anything), HOLE (no data: blocks to reserve first) or NO (bytes on the
+ * disk only: a store's fault would read them first, which pwrite never
+ * does). */
+enum inside { INSIDE_NO, INSIDE_READY, INSIDE_HOLE };
+
+static enum inside inside_state(int fd, off_t off, size_t n)
+{
+	if (range_cached(fd, off, n))
+		return INSIDE_READY;
+	return range_hole(fd, off, off + (off_t)n) ? INSIDE_HOLE : INSIDE_NO;
+}
+
 /* Makes [off, off+n) ready for stores through the mapping: inside the
- * file, its blocks reserved, and no byte of it on the disk only (a store's
- * fault would read it from the disk first, which pwrite never does).
- * Nothing to do where the request reserved it (prep).  0, or -1: pwrite. */
+ * file, its blocks reserved or its pages cached.  Nothing to do where the
+ * request made its range ready (prep).  0, or -1: pwrite. */
 static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct fio_wprep *prep)
 {
 	off_t end = off + (off_t)n;
 	if (prep && off >= prep->ready_lo && end <= prep->ready_hi)
 		return 0;
-	struct stat st;
-	if (fault_fstat(h->fd, &st) != 0)
+	off_t size;
+	if (size_of(h->fd, &size) != 0)
 		return -1;
-	off_t lo_end = OCF_MIN(end, st.st_size);
-	bool reserve = end > st.st_size;
-	if (off < lo_end && !range_cached(h->fd, off, (size_t)(lo_end - off))) {
-		if (!range_hole(h->fd, off, lo_end))
-			return -1;
-		reserve = true;
-	}
-	return reserve ? reserve_range(h, off, n, st.st_size) : 0;
+	off_t lo_end = OCF_MIN(end, size);
+	enum inside in = off < lo_end ? inside_state(h->fd, off, (size_t)(lo_end - off)) : INSIDE_HOLE;
+	if (in == INSIDE_NO)
+		return -1;
+	return in == INSIDE_HOLE || end > size ? reserve_range(h, off, n, size) : 0;
 }
 
-/* Writes the piece [off, off+n) of the write prep->req_off.. (the whole
- * request when prep is NULL) with stores through the handle's writable
- * mapping where it may, pwrite elsewhere.  Stores take no file lock, so
- * threads writing one file move in parallel (a buffered pwrite holds the
- * file's write lock, i_rwsem, for its whole copy: any number of writers of
- * one file move at about one thread's copy speed).
+/* Writes the piece [off, off+n) of the write that prep describes (the
+ * whole request when prep is NULL) with stores through the handle's
+ * writable mapping where it may, pwrite elsewhere.  Stores take no file
+ * lock, so threads writing one file move in parallel (a buffered pwrite
+ * holds the file's write lock, i_rwsem, for its whole copy: any number of
+ * writers of one file move at about one thread's copy speed).
  *
  * Where: a store's fault dirties the whole folio it lands in, up to 2 MiB
  * (FMAP_FOLIO_MAX, the largest the page cache makes), and one into a page
@@ -726,14 +752,15 @@ static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct 
  * no byte outside the write is dirtied (a hole stays a hole, writeback
  * writes only what was written).
  *
- * The last page's bytes go with pwrite after the stores, and that call is
- * what a writer through pwrite would be seen by: it updates the file's
- * times and raises the inotify IN_MODIFY event, after every byte of the
- * piece is in place, so that a read-ahead window of this library in any
- * process, and any file watcher, sees the write (a store raises no event,
- * and updates the times only at the first store to a clean page).  Returns
- * the bytes written, or NOT_MAPPED: the piece goes to pwrite whole, which
- * reports what happens. */
+ * A piece of no request (prep NULL: a batch's run) writes its last page
+ * with pwrite after the stores; a request's last 4 KiB are written that
+ * way once, after every piece (fio_write_end).  That call is what a writer
+ * through pwrite would be seen by: it updates the file's times and raises
+ * the inotify IN_MODIFY event after every byte is in place, so that a
+ * read-ahead window of this library in any process, and any file watcher,
+ * sees the write (a store raises no event, and updates the times only at
+ * the first store to a clean page).  Returns the bytes written, or
+ * NOT_MAPPED: the piece goes to pwrite whole, which reports what happens. */
 static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off_t off,
 			    const struct fio_wprep *prep)
 {
@@ -741,30 +768,39 @@ static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off
 		return NOT_MAPPED;
 	const off_t R = (off_t)FMAP_FOLIO_MAX;
 	off_t end = off + (off_t)n;
-	off_t req_end = prep && prep->size >= 0 ? prep->req_end : end;
-	off_t s = OCF_ALIGN_UP(off, R), e = OCF_ALIGN_DOWN(end, R);
-	if (end == req_end && e < end && s < end) {
+	off_t req_end = prep ? prep->req_end : end;
+	/* What the request writes from here: past the piece, its last page
+	 * when that waits for the end. */
+	off_t wend = prep && prep->tail_len && end == prep->tail_off ? req_end : end;
+	off_t s = OCF_ALIGN_UP(off, R), e = OCF_ALIGN_DOWN(wend, R);
+	if (wend == req_end && e < wend && s < wend) {
 		/* The request's last region: stores up to its end where the
 		 * rest of the region lies past end of file. */
-		struct stat st;
-		if (fault_fstat(h->fd, &st) == 0 && st.st_size <= end)
-			e = end;
+		off_t size;
+		if (size_of(h->fd, &size) == 0 && size <= wend)
+			e = wend;
 	}
+	e = OCF_MIN(e, end);
 	if (e - s < (off_t)MAPPED_WRITE_MIN || mapped_ready(h, s, (size_t)(e - s), prep) != 0)
 		return NOT_MAPPED;
-	/* The head, then the stores, then the rest with the last page. */
+	/* The head, then the stores, then the rest (with the last page where
+	 * the piece signals itself). */
 	if (s > off) {
 		ssize_t w = pwrite_turn(h, src, (size_t)(s - off), off);
 		if (w < (ssize_t)(s - off))
 			return w;
 	}
-	off_t last = OCF_MIN(e, OCF_MAX(s, OCF_ALIGN_DOWN(end - 1, (off_t)page_size())));
+	off_t last = e;
+	if (!prep)
+		last = OCF_MIN(e, OCF_MAX(s, OCF_ALIGN_DOWN(end - 1, (off_t)page_size())));
 	/* A fault (the file shrank under the stores, a block could not be
 	 * reserved, a disk error): pwrite writes the stored part again. */
 	if (last > s && fmap_store(h->wmap, s, src + (s - off), (size_t)(last - s)) < 0) {
 		ssize_t w = pwrite_turn(h, src + (s - off), (size_t)(end - s), s);
 		return w < 0 ? (ssize_t)(s - off) : (ssize_t)(s - off) + w;
 	}
+	if (last == end)
+		return (ssize_t)n;
 	ssize_t w = pwrite_turn(h, src + (last - off), (size_t)(end - last), last);
 	/* The stored bytes are in the file: a failing pwrite of the rest makes
 	 * the write short, as a pwrite that stops there would. */
@@ -778,49 +814,102 @@ size_t fio_piece_align(const struct ocf_handle *h, bool write)
 
 void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep *p)
 {
-	*p = (struct fio_wprep){.size = -1, .req_end = off + (off_t)n};
+	off_t end = off + (off_t)n;
+	*p = (struct fio_wprep){.size = -1, .req_end = end, .held_off = end};
 	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD || (!h->wmap && !h->odirect) || n < MAPPED_WRITE_MIN)
 		return;
-	struct stat st;
-	if (fault_fstat(h->fd, &st) != 0 || !S_ISREG(st.st_mode))
+	off_t size;
+	if (size_of(h->fd, &size) != 0)
 		return;
-	p->size = st.st_size;
-	off_t end = off + (off_t)n;
-	if (end <= st.st_size)
-		return;
+	p->size = size;
+	/* The request's last bytes wait for the end (fio_write_end). */
+	if (h->wmap) {
+		p->tail_off = OCF_MAX(off, end - (off_t)sizeof(p->tail));
+		p->tail_len = (size_t)(end - p->tail_off);
+	}
 	/* Past end of file there is no data: reserved in one call for every
-	 * piece, the file extended once. */
-	off_t lo = OCF_MAX(off, st.st_size);
-	if (reserve_range(h, lo, (size_t)(end - lo), st.st_size) == 0) {
-		p->ready_lo = lo;
+	 * piece, the file extended once.  Inside it, a buffered handle's range
+	 * that is cached needs nothing, and one that holds no data the same
+	 * reservation; where it holds data on the disk only, its pieces decide
+	 * for themselves. */
+	off_t lo = OCF_MAX(off, size);
+	bool inside_ready = false;
+	if (h->wmap && off < size) {
+		enum inside in = inside_state(h->fd, off, (size_t)(OCF_MIN(end, size) - off));
+		inside_ready = in == INSIDE_READY;
+		if (in == INSIDE_HOLE)
+			lo = off;
+	}
+	if (inside_ready && end <= size) {
+		p->ready_lo = off;
 		p->ready_hi = end;
-		p->extended = true;
+	} else if (lo < end && reserve_range(h, lo, (size_t)(end - lo), size) == 0) {
+		p->ready_lo = inside_ready ? off : lo;
+		p->ready_hi = end;
 	}
 }
 
-void fio_write_end(struct ocf_handle *h, const struct fio_wprep *p, off_t off, size_t n, ssize_t result)
+ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size_t n, ssize_t result)
 {
-	if (p->size < 0 || (result >= 0 && (size_t)result == n))
-		return;
+	if (p->size < 0)
+		return result;
+	/* Every piece written: the request's last bytes, now that every byte
+	 * before them is in place. */
+	if (p->held_off < p->req_end && result >= 0 && (size_t)result == n) {
+		size_t held = (size_t)(p->req_end - p->held_off);
+		ssize_t w = pwrite_turn(h, p->tail + (p->held_off - p->tail_off), held, p->held_off);
+		if (w < (ssize_t)held)
+			result = w > 0 ? (p->held_off - off) + w : p->held_off > off ? p->held_off - off : w;
+	}
+	if (result >= 0 && (size_t)result == n)
+		return result;
 	/* A write that failed or came back short leaves the file no longer
 	 * than the bytes it reports make it (and no shorter than it was):
 	 * later pieces may have been written, and the request may have
 	 * extended the file for all of them.  Not when the file is longer
 	 * than this write would make it: another writer extended it. */
 	off_t keep = OCF_MAX(p->size, off + (result > 0 ? (off_t)result : 0));
-	struct stat st;
-	if (fstat(h->fd, &st) == 0 && st.st_size > keep && st.st_size <= off + (off_t)n) {
+	off_t size;
+	if (size_of(h->fd, &size) == 0 && size > keep && size <= off + (off_t)n) {
 		if (ftruncate(h->fd, keep) != 0)
 			log_warn("fd %d: could not cut the file back to %lld bytes after a failed write: %s", h->fd,
 				 (long long)keep, strerror(errno));
 	}
+	return result;
+}
+
+/* A piece that ends the request whose last bytes wait for the end: the
+ * rest written, then those copied aside (fio_write_end writes them).
+ * Returns what writing the rest gave, counting them when all of it was
+ * written. */
+static ssize_t write_holding_tail(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
+				  struct fio_wprep *prep)
+{
+	size_t keep = (size_t)(prep->tail_off - off);
+	ssize_t r = fio_write(h, src, keep, off, ring, prep);
+	if (r != (ssize_t)keep)
+		return r;
+	memcpy(prep->tail, src + keep, prep->tail_len);
+	prep->held_off = prep->tail_off;
+	return (ssize_t)n;
 }
 
 ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
-		  const struct fio_wprep *prep)
+		  struct fio_wprep *prep)
 {
 	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
 		return fs_io(h, (char *)src, n, off, 1);
+	/* The request's last bytes wait for the end, unless the transfers go
+	 * through io_uring (each piece then signals itself). */
+	bool hold = prep && prep->tail_len && off + (off_t)n == prep->req_end && !write_on_ring(h, ring);
+	if (hold && off < prep->tail_off)
+		return write_holding_tail(h, src, n, off, ring, prep);
+	if (hold) {
+		/* The piece lies in the last bytes: held for the end. */
+		memcpy(prep->tail + (off - prep->tail_off), src, n);
+		prep->held_off = off;
+		return (ssize_t)n;
+	}
 	if (!h->odirect) {
 		/* Stores through the mapping, unless the transfers were asked
 		 * to go through io_uring (OPENCUFILE_IO_BACKEND=uring,

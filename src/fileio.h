@@ -108,13 +108,22 @@ ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t 
 void fio_flush_before_copy(const void *p, size_t n, int busy);
 
 /* What a write request did before its pieces (fio_write_begin): the file's
- * size then (-1: nothing known, nothing to undo) and the range it reserved
- * past end of file and extended the file over (ready_lo < ready_hi). */
+ * size then (-1: nothing known, nothing to undo) and the range of it its
+ * pieces may store into without asking (ready_lo < ready_hi: cached, or
+ * reserved, the file extended over it). */
 struct fio_wprep {
 	off_t size;
 	off_t req_end; /* where the request ends */
 	off_t ready_lo, ready_hi;
-	bool extended;
+	/* A buffered handle's request: its last bytes [tail_off, req_end)
+	 * (tail_len > 0, at most 4 KiB) are written once every piece is done,
+	 * by fio_write_end: the call that signals the whole write to readers
+	 * (IN_MODIFY, the times).  The piece that ends the request copies them
+	 * here. */
+	off_t tail_off;
+	size_t tail_len;
+	off_t held_off; /* the held bytes: [held_off, req_end), from the piece that ends the request */
+	char tail[4096];
 };
 
 /* Before the pieces of a write of [off, off+n) (a request the engine may
@@ -123,9 +132,11 @@ struct fio_wprep {
  * writes, which ext4 serialises where they extend the file - reserves that
  * range and extends the file over it at once. */
 void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep *p);
-/* After them, with the request's result: a write that failed or came back
- * short leaves the file no longer than what it reports makes it. */
-void fio_write_end(struct ocf_handle *h, const struct fio_wprep *p, off_t off, size_t n, ssize_t result);
+/* After them, with the request's result: writes the request's last page
+ * when every piece was written (a buffered handle's: held for the end), and
+ * a write that failed or came back short leaves the file no longer than
+ * what it reports makes it.  Returns the request's result. */
+ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size_t n, ssize_t result);
 
 /* Writes n bytes from src to [off, off+n).  With O_DIRECT, src must satisfy
  * src % align == off % align (as staged data does); the unaligned head and
@@ -136,7 +147,7 @@ void fio_write_end(struct ocf_handle *h, const struct fio_wprep *p, off_t off, s
  * fio_write_begin, or NULL.  Returns the length of the prefix known to be
  * written, or an error when nothing was. */
 ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
-		  const struct fio_wprep *prep);
+		  struct fio_wprep *prep);
 
 /* Is memory at p aligned like file offset off for this handle's O_DIRECT? */
 int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off);

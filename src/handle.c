@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,20 +46,43 @@ static uint64_t next_gen = 1;
 
 /* ------------------------------------------------------- writers' turns */
 
-/* Buffered writers of one file in this process take turns on a mutex of
- * the file's own (one per inode, shared by its handles) around each
- * pwrite.  The kernel takes the file's write lock (i_rwsem) for every
- * buffered write, so they would take turns anyway; but its waiters spin
- * while the holder runs, and sixteen batch workers writing one file spent
- * 9.3 CPU seconds per GB so (H200 machine, 9e50c58).  A waiter here sleeps,
- * and a writer that comes back with its next piece while the mutex is free
- * takes it at once. */
+/* Buffered writers of one file in this process take turns (one queue per
+ * inode, shared by its handles): the kernel takes the file's write lock
+ * (i_rwsem) for every buffered write, so they would take turns anyway, but
+ * its waiters spin while the holder runs (sixteen batch workers writing one
+ * file spent 9.3 CPU s/GB so, H200 machine, 9e50c58), and a mutex of our
+ * own, where waiters sleep, left the lock idle while each woken waiter got
+ * back to a CPU (16 threads x 64 KiB: 1.9 GB/s against 3.3).  So the
+ * writes are combined: a writer that finds no one writing becomes the
+ * combiner, writes its own bytes and then those of the writers queued
+ * meanwhile (each woken when its write is done), round after round while
+ * the queue fills; after COMBINE_ROUNDS rounds it hands the queue to the
+ * first writer waiting, which carries on.  One thread writes the file at a
+ * time, back to back, as fast as one thread's copy goes (64 KiB pwrites
+ * over cached pages: 6.2 GB/s by one thread, 3.3 by sixteen), and the
+ * others sleep. */
+#define COMBINE_ROUNDS 4
+
+struct wturn_req {
+	ssize_t (*write)(int fd, const char *src, size_t n, off_t off);
+	int fd;
+	const char *src;
+	size_t n;
+	off_t off;
+	ssize_t res;
+	_Atomic uint32_t state; /* REQ_WAITING, then REQ_DONE or REQ_COMBINE (a futex word) */
+	struct wturn_req *next;
+};
+enum { REQ_WAITING, REQ_DONE, REQ_COMBINE };
+
 struct ocf_wturn {
 	dev_t dev;
 	ino_t ino;
 	int refs; /* under wturn_lock */
-	pthread_mutex_t lock;
-	struct ocf_wturn *next;
+	pthread_mutex_t lock; /* protects the fields below */
+	bool busy;	      /* a combiner writes */
+	struct wturn_req *head, *tail;
+	struct ocf_wturn *next; /* under wturn_lock */
 };
 
 static pthread_mutex_t wturn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,14 +125,71 @@ static void wturn_put(struct ocf_wturn *t)
 	pthread_mutex_unlock(&wturn_lock);
 }
 
-void handle_write_turn(struct ocf_handle *h, bool take)
+static void req_finish(struct wturn_req *r, uint32_t state)
 {
-	if (!h->wturn)
-		return;
-	if (take)
-		pthread_mutex_lock(&h->wturn->lock);
+	atomic_store_explicit(&r->state, state, memory_order_release);
+	ocf_futex_wake(&r->state, 1);
+}
+
+/* The combiner's work: its own request (me), then the queue's, until the
+ * queue is empty or COMBINE_ROUNDS rounds are done, when the first writer
+ * waiting takes over. */
+static void combine(struct ocf_wturn *t, struct wturn_req *me)
+{
+	me->res = me->write(me->fd, me->src, me->n, me->off);
+	for (int round = 0;; round++) {
+		pthread_mutex_lock(&t->lock);
+		struct wturn_req *list = t->head;
+		if (!list) {
+			t->busy = false;
+			pthread_mutex_unlock(&t->lock);
+			return;
+		}
+		if (round == COMBINE_ROUNDS) {
+			t->head = list->next;
+			if (!t->head)
+				t->tail = NULL;
+			pthread_mutex_unlock(&t->lock);
+			req_finish(list, REQ_COMBINE); /* busy stays true: it combines now */
+			return;
+		}
+		t->head = t->tail = NULL;
+		pthread_mutex_unlock(&t->lock);
+		for (struct wturn_req *r = list, *next; r; r = next) {
+			next = r->next; /* r may be gone once it is finished */
+			r->res = r->write(r->fd, r->src, r->n, r->off);
+			req_finish(r, REQ_DONE);
+		}
+	}
+}
+
+ssize_t handle_write_in_turn(struct ocf_handle *h, int fd, const char *src, size_t n, off_t off,
+			     ssize_t (*write)(int fd, const char *src, size_t n, off_t off))
+{
+	struct ocf_wturn *t = h->wturn;
+	if (!t)
+		return write(fd, src, n, off);
+	struct wturn_req me = {.write = write, .fd = fd, .src = src, .n = n, .off = off};
+	atomic_init(&me.state, REQ_WAITING);
+	pthread_mutex_lock(&t->lock);
+	if (!t->busy) {
+		t->busy = true;
+		pthread_mutex_unlock(&t->lock);
+		combine(t, &me);
+		return me.res;
+	}
+	if (t->tail)
+		t->tail->next = &me;
 	else
-		pthread_mutex_unlock(&h->wturn->lock);
+		t->head = &me;
+	t->tail = &me;
+	pthread_mutex_unlock(&t->lock);
+	uint32_t st;
+	while ((st = atomic_load_explicit(&me.state, memory_order_acquire)) == REQ_WAITING)
+		ocf_futex_wait(&me.state, REQ_WAITING, 100000000L);
+	if (st == REQ_COMBINE)
+		combine(t, &me);
+	return me.res;
 }
 
 static void handle_free(struct ocf_handle *h)

@@ -101,7 +101,7 @@ ssize_t host_vec_syscalls(const struct ocf_job *job, size_t at, size_t n, off_t 
 /* Bytes [at, at+n) of a vectored host request through the lane's staging
  * buffer (O_DIRECT descriptors, userspace file systems): one file transfer
  * per staging chunk.  Returns as host_vec_syscalls. */
-ssize_t host_vec_staged(const struct ocf_job *job, struct ocf_lane *lane, size_t at, size_t n, off_t off)
+ssize_t host_vec_staged(struct ocf_job *job, struct ocf_lane *lane, size_t at, size_t n, off_t off)
 {
 	const struct ocf_io *io = job->io;
 	struct ocf_slot *sl = &lane->bufs[0];

@@ -119,6 +119,9 @@ int main(int argc, char **argv)
 	/* Buffered reads as system calls (ring or not): the cached file's
 	 * bytes would otherwise be copied through its mapping, with none. */
 	setenv("OPENCUFILE_MAPPED_READS", "off", 1);
+	/* And buffered writes as system calls: stored through the file's
+	 * mapping, they would make none either. */
+	setenv("OPENCUFILE_MAPPED_WRITES", "off", 1);
 	t_cuda_require();
 	if (!psync && !io_uring_works())
 		T_SKIP("io_uring cannot be set up here");
