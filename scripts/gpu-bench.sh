@@ -59,6 +59,18 @@
 #   A third library "base" (LIBS="nv base ours", OPENCUFILE_BASE_LIB=path of
 #   another libcufile.so.0 of ours, e.g. an earlier commit's) runs beside the
 #   others, alternating, for before/after comparisons in one run.
+#   GPU_BENCH_QUICK=write: the write rows only, through both libraries:
+#   buffered cuFileWrite from registered device memory into a NEW file
+#   (gdsio -n: made empty before each run) by 1 and 8 threads x 16 MiB, 16
+#   threads x 1 MiB and x 64 KiB, a checkpoint save (one thread, a new 4 GiB
+#   file as pieces of 1-64 MiB; again 16 GiB timed to the end of its fsync),
+#   O_DIRECT writes of 1 and 8 threads x 16 MiB into a new file and 8 over
+#   an existing 4 GiB one, the KV write rows (batches of 128 x 64 KiB
+#   contiguous and scattered, 16 such batches in flight, 128 x 1 MiB
+#   batches, 16 threads x 64 KiB and 1 MiB, over an existing file), and
+#   torch.cuda.gds GdsFile.save_storage of 1 GiB in 16 MiB tensors
+#   (tests/gpu/torch_save_bench.py; torch adds O_DIRECT); the ceilings of
+#   bench/ceilings -t copy,writes beside them.  2 repetitions.
 #   GPU_BENCH_QUICK=tp: several processes, one per GPU (the tensor-parallel
 #   loading shape): for each row, one gdsio per GPU (-d K, each its own warm
 #   data file), all started together, the libraries alternating; per-process
@@ -142,6 +154,11 @@ elif [ "$QUICK" = tp ]; then
 	ONLY=${GPU_BENCH_ONLY:-"tp_t1_16m tp_t8_16m_alone tp_t8_16m tp_t16_1m tp_t1_16m_pin tp_t8_16m_pin"}
 	REPS=${GPU_BENCH_REPS:-3}
 	QT=${GPU_BENCH_QUICK_T:-1}
+elif [ "$QUICK" = write ]; then
+	ONLY=${GPU_BENCH_ONLY:-"ceilings wr_t1_16m wr_t8_16m wr_t16_1m wr_t16_64k wr_ckpt wr_dio_t1 wr_dio_t8 wr_dio_t8_ow kv_b128_64k_wr kv_b128_64k_wr_sc kv_16b_wait_wr kv_16b_wait_wr_sc kv_b128_1m_wr kv_t16_64k_wr kv_t16_1m_wr torch_save wr_ckpt_sync"}
+	REPS=${GPU_BENCH_REPS:-2}
+	QT=${GPU_BENCH_QUICK_T:-1}
+	TQ=(-T "$QT")
 elif [ "$QUICK" = kv ]; then
 	ONLY=${GPU_BENCH_ONLY:-"ceilings kv_b128_64k_rd kv_b128_64k_rd_sc kv_b128_64k_wr kv_b128_64k_wr_sc kv_16b_wait_rd kv_16b_wait_rd_sc kv_16b_poll_rd kv_16b_poll_rd_sc kv_16b_wait_wr kv_b128_1m_rd kv_b128_1m_rd_sc kv_b128_1m_wr kv_t16_64k_rd kv_t16_64k_wr kv_t16_1m_rd kv_t16_1m_wr kv_lat_b8 kv_lat_b8_sc kv_lat_64k"}
 	REPS=${GPU_BENCH_REPS:-3}
@@ -167,6 +184,10 @@ SWEEP_CSV=$OUT/sweep.csv
 SWEEP_SVG=$OUT/sweep.svg
 DATA=$SCRATCH/bench.dat
 WDATA=$SCRATCH/bench-write.dat
+WNEW=$SCRATCH/bench-new.dat # the write mode's new files (gdsio -n)
+WSIZE=${GPU_BENCH_WRITE_SIZE:-2G} # the write mode's new files, and its ceilings' files
+CKPT=4G CKPT_SYNC=16G W64K=1G
+[ "$DRY" = 1 ] && WSIZE=${GPU_BENCH_WRITE_SIZE:-128M} CKPT=128M CKPT_SYNC=128M W64K=32M
 RUNOUT=$SCRATCH/run.out
 
 # The commit and src/ hash the reports name (see the header).
@@ -819,6 +840,16 @@ ROWS=(
 	"cold_dio|GB_per_sec|cold, O_DIRECT fd, 1 thread x 16 MiB (GB/s)|>= 0.9x disk|xceil:0.9:disk_odirect_read_best|0"
 	"wr_dio|GB_per_sec|write from GPU, O_DIRECT, 1 thread x 16 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_odirect_1x16MiB|0"
 	"wr_buf|GB_per_sec|write from GPU, buffered, 8 threads x 1 MiB (GB/s)|>= 0.9x pwrite|xceil:0.9:pwrite_buffered_8x1MiB|0"
+	"wr_t1_16m|GB_per_sec|write: 1 thread x 16 MiB cuFileWrite, buffered, new 2 GiB file (GB/s)|>= 1.5x NVIDIA, CPU <= 0.5|xnv:1.5 cpule:0.5|0"
+	"wr_t8_16m|GB_per_sec|write: 8 threads x 16 MiB into one new file, buffered (GB/s)|>= 2x NVIDIA, CPU <= NVIDIA (mapped-store ceiling: write_map+thp_res_8x2MiB)|xnv:2 cpunv|0"
+	"wr_t16_1m|GB_per_sec|write: 16 threads x 1 MiB into one new file, buffered (GB/s)|>= 1.5x NVIDIA, CPU <= NVIDIA|xnv:1.5 cpunv|0"
+	"wr_t16_64k|GB_per_sec|write: 16 threads x 64 KiB into one new 1 GiB file, buffered (GB/s)|>= 1.5x NVIDIA, CPU <= NVIDIA|xnv:1.5 cpunv|0"
+	"wr_ckpt|GB_per_sec|write: checkpoint save, 1 thread, a new 4 GiB file in pieces of 1-64 MiB, buffered (GB/s)|>= 1.5x NVIDIA|xnv:1.5|0"
+	"wr_ckpt_sync|GB_per_sec|write: the same, 16 GiB, timed to the end of its fsync (GB/s)|>= 0.9x the disk's best write|xceil:0.9:disk_odirect_write_new_best|0"
+	"wr_dio_t1|GB_per_sec|write: O_DIRECT, 1 thread x 16 MiB, new 2 GiB file (GB/s)|>= 0.9x disk, new file|xceil:0.9:disk_odirect_write_new_best|0"
+	"wr_dio_t8|GB_per_sec|write: O_DIRECT, 8 threads x 16 MiB, new 2 GiB file (GB/s)|>= 0.9x disk, new file|xceil:0.9:disk_odirect_write_new_best|0"
+	"wr_dio_t8_ow|GB_per_sec|write: O_DIRECT, 8 threads x 16 MiB over an existing 4 GiB file (GB/s)|>= 0.9x disk, reserved blocks|xceil:0.9:disk_odirect_write_reserved_best|0"
+	"torch_save|GB_per_sec|write: torch.cuda.gds GdsFile.save_storage, 1 GiB in 16 MiB tensors, new file, O_DIRECT (GB/s)|>= 1.5x NVIDIA, >= 0.8x disk|xnv:1.5 xceil:0.8:disk_odirect_write_new_best|0"
 	"drvopen|first_ms|cuFileDriverOpen, first in a process (ms)|<= 50|le:50|1"
 	"tp_t1_16m|GB_per_sec|TP: one process per GPU, 1 thread x 16 MiB each, summed (GB/s)|>= 1.5x NVIDIA, CPU <= 1.25x NVIDIA|xnv:1.5 cpuxnv:1.25|0"
 	"tp_t8_16m_alone|GB_per_sec|TP: one process alone, 8 threads x 16 MiB (GB/s)|||0"
@@ -835,6 +866,7 @@ ROWS=(
 	"kv_16b_poll_rd|GB_per_sec|KV: 16 batches of 128 x 64 KiB reads, contiguous, polled (min_nr 0, zero timeout) (GB/s)|>= 0.6x the 64 KiB copy ceiling|xceil:0.6:h2d_pinned_64KiB_best|0"
 	"kv_16b_poll_rd_sc|GB_per_sec|KV: the same, scattered, polled (GB/s)|>= 35 or >= 0.8x grouped copies|geor:35:0.8:h2d_pinned_64KiB_grouped16_best|0"
 	"kv_16b_wait_wr|GB_per_sec|KV: 16 batches of 128 x 64 KiB writes in flight from 4 threads, contiguous (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
+	"kv_16b_wait_wr_sc|GB_per_sec|KV: 16 batches of 128 x 64 KiB writes in flight from 4 threads, scattered (GB/s)|>= 8|ge:8|0"
 	"kv_b128_1m_rd|GB_per_sec|KV: batches of 128 x 1 MiB reads, contiguous (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
 	"kv_b128_1m_rd_sc|GB_per_sec|KV: batches of 128 x 1 MiB reads, scattered (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
 	"kv_b128_1m_wr|GB_per_sec|KV: batches of 128 x 1 MiB writes, contiguous (GB/s)|>= 0.8x pwrite 16 x 1 MiB|xceil:0.8:pwrite_buffered_16x1MiB|0"
@@ -949,16 +981,22 @@ trap cleanup EXIT
 say "gpu-bench: gdsio=$GDSIO ours=$OURREAL nvidia=$NVREAL/libcufile.so.0 libs=[$LIBS] size=$SIZE cold=$COLD reps=$REPS budget=${BUDGET}s"
 say "gpu-bench: scratch=$SCRATCH ($fstype, block devices $DEVNUMS) raw log=$RAW"
 
-[ -e "$DATA" ] || CREATED+=("$DATA")
-# Helper runs (file creation, warming) use no cuFile call; ours is preloaded
-# only so that gdsio starts wherever its RUNPATH points.
-env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create $DATA"; exit 2; }
-# Warm the page cache: read it all once (CPU only, buffered).
-env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
+if [ "$QUICK" != write ]; then
+	[ -e "$DATA" ] || CREATED+=("$DATA")
+	# Helper runs (file creation, warming) use no cuFile call; ours is
+	# preloaded only so that gdsio starts wherever its RUNPATH points.
+	env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create $DATA"; exit 2; }
+	# Warm the page cache: read it all once (CPU only, buffered).
+	env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
+fi
 
 # The separate-copy ceilings of 64 KiB, 256 KiB and 1 MiB blocks bound the
 # small-call rows of the loader mode too.
-if [ "$QUICK" = loader ]; then
+if [ "$QUICK" = write ]; then
+	# The write mechanisms (pwrite, mapped stores, the disk): their own
+	# files, 2 GiB each, removed as they go.
+	wanted ceilings && ceilings -W "$SCRATCH/wceil" -s "$WSIZE" -t copy,writes
+elif [ "$QUICK" = loader ]; then
 	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged,kvcopy
 else
 	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged
@@ -1009,7 +1047,27 @@ elif wanted ovl_async || wanted ovl_batch; then
 fi
 drvopen
 
-if wanted ceilings || wanted wr_dio || wanted wr_buf; then
+# The write rows into a new file (GPU_BENCH_QUICK=write): gdsio -n makes
+# it empty before each run; the previous run's dirty pages are flushed
+# first, so that no run pays for the one before.
+wnew() { # id timeout gdsio arguments
+	local id=$1 tmo=$2
+	shift 2
+	wanted "$id" || return 0
+	sync
+	CREATED+=("$WNEW")
+	workload "$id" 0 "$tmo" "${WNEED:-20}" -f "$WNEW" -I 1 -n -x 0 -m 0 "$@"
+	rm -f "$WNEW"
+}
+wnew wr_t1_16m  60 -N -w 1 -s "$WSIZE" -i 16M
+wnew wr_t8_16m  60 -N -w 8 -s "$WSIZE" -i 16M
+wnew wr_t16_1m  60 -N -w 16 -s "$WSIZE" -i 1M
+wnew wr_t16_64k 60 -N -w 16 -s "$W64K" -i 64K
+wnew wr_ckpt    90 -N -w 1 -s "$CKPT" -i 1M,16M,4M,64M,2M,32M,8M -M
+wnew wr_dio_t1  60 -O -w 1 -s "$WSIZE" -i 16M
+wnew wr_dio_t8  60 -O -w 8 -s "$WSIZE" -i 16M
+
+if wanted ceilings || wanted wr_dio || wanted wr_buf || wanted wr_dio_t8_ow || [ "$QUICK" = write ]; then
 	[ -e "$WDATA" ] || CREATED+=("$WDATA")
 	env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$WDATA" -s "$SIZE" >>"$RAW" 2>&1
 	sync # the write ceilings and workloads must not pay for flushing this
@@ -1034,6 +1092,7 @@ workload kv_16b_wait_rd_sc 0 "$KT" 20 "${F[@]}" -x 5 -B 128 -H 4 -W wait -R -i 6
 workload kv_16b_poll_rd    0 "$KT" 20 "${F[@]}" -x 5 -B 128 -H 4 -W poll -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
 workload kv_16b_poll_rd_sc 0 "$KT" 20 "${F[@]}" -x 5 -B 128 -H 4 -W poll -R -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
 workload kv_16b_wait_wr    0 "$KT" 20 -f "$WDATA" -I 1 -x 5 -B 128 -H 4 -W wait -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
+workload kv_16b_wait_wr_sc 0 "$KT" 20 -f "$WDATA" -I 1 -x 5 -B 128 -H 4 -W wait -R -i 64K -m 0 -N -w 4 -s "$BATCHSZ" "${TQ[@]}"
 workload kv_b128_1m_rd     0 "$KT" 20 "${F[@]}" -x 5 -B 128 -W wait -i 1M -m 0 -N -w 1 -s "$SIZE" "${TQ[@]}"
 workload kv_b128_1m_rd_sc  0 "$KT" 20 "${F[@]}" -x 5 -B 128 -W wait -R -i 1M -m 0 -N -w 1 -s "$SIZE" "${TQ[@]}"
 workload kv_b128_1m_wr     0 "$KT" 20 -f "$WDATA" -I 1 -x 5 -B 128 -W wait -i 1M -m 0 -N -w 1 -s "$SIZE" "${TQ[@]}"
@@ -1044,6 +1103,54 @@ workload kv_t16_1m_wr 0 30 20 -f "$WDATA" -I 1 -x 0 -i 1M -m 0 -N -w 16 -s "$SIZ
 workload kv_lat_b8 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
 workload kv_lat_b8_sc 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -R -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
 workload kv_lat_64k 0 30 20 "${F[@]}" -x 0 -i 64K -m 0 -N -w 1 -s "$SIZE" -I 2 "${TQ[@]}"
+
+# Over an existing 4 GiB file, O_DIRECT (the write mode).
+workload wr_dio_t8_ow 0 60 20 -f "$WDATA" -I 1 -x 0 -m 0 -O -w 8 -s "$SIZE" -i 16M
+# torch.cuda.gds GdsFile.save_storage: 1 GiB in 16 MiB tensors, a new file
+# each time (O_DIRECT: torch adds it); one process per library and round.
+torch_save() {
+	local id=torch_save lib r v c
+	wanted $id || return 0
+	plan_ok "$id" 0 60 || return 0
+	if [ "$DRY" = 1 ]; then
+		for lib in $LIBS; do ST[$id|$lib]=dry_run; done
+		return 0
+	fi
+	for ((r = 0; r <= REPS; r++)); do
+		for lib in $LIBS; do
+			[ "$lib" = base ] && continue
+			(($(left) < 20)) && { SKIPPED+=("$id"); break 2; }
+			sync
+			if [ "$lib" = nv ]; then
+				udev_on
+				timeout -k 3 60 env -u LD_PRELOAD CUFILE_LOGFILE_PATH="$OUT/cufile-nvidia.log" \
+					python3 "$ROOT/tests/gpu/torch_save_bench.py" --file "$WNEW" >"$RUNOUT" 2>&1
+				udev_off
+			else
+				timeout -k 3 60 env LD_PRELOAD="$OURREAL" CUFILE_LOGFILE_PATH="$OUT/cufile-ours.log" \
+					python3 "$ROOT/tests/gpu/torch_save_bench.py" --file "$WNEW" --expect-lib "$OURREAL" >"$RUNOUT" 2>&1
+			fi
+			{ echo "### [t=$(elapsed)s] $id $lib rep=$r"; cat "$RUNOUT"; } >>"$RAW"
+			rm -f "$WNEW"
+			v=$(sed -n 's/^torch_save: .*GB_per_sec: \([0-9.]*\).*/\1/p' "$RUNOUT")
+			c=$(sed -n 's/^torch_save: .*CPU_sec_per_GB: \([0-9.]*\).*/\1/p' "$RUNOUT")
+			if [ -z "$v" ] || ! grep -q '^torch_save: .*Verify: PASS' "$RUNOUT"; then
+				ST[$id|$lib]=${ST[$id|$lib]:-fail}
+				VF[$id|$lib]=FAIL
+				continue
+			fi
+			VF[$id|$lib]=PASS
+			((r == 0)) && continue
+			V[$id|$lib|GB_per_sec]="${V[$id|$lib|GB_per_sec]:-} $v"
+			V[$id|$lib|CPU_sec_per_GB]="${V[$id|$lib|CPU_sec_per_GB]:-} $c"
+		done
+	done
+	say "[t=$(elapsed)s] $id: ours [${V[$id|ours|GB_per_sec]:-}] nv [${V[$id|nv|GB_per_sec]:-}]"
+}
+torch_save
+# The checkpoint save again, 16 GiB into a new file, timed to the end of its
+# fsync (the disk bounds it): one timed round.
+REPS=1 WNEED=100 wnew wr_ckpt_sync 120 -N -w 1 -s "$CKPT_SYNC" -i 1M,16M,4M,64M,2M,32M,8M -M -F
 
 workload cold_buf 1 60 30 "${F[@]}" -x 0 -m 0 -b -N -w 1 -s "$COLD" -i 16M
 workload cold_dio 1 60 30 "${F[@]}" -x 0 -m 0 -b -O -w 1 -s "$COLD" -i 16M

@@ -6,7 +6,7 @@
 # run the steps named on the command line, each leaving at most two files
 # under $OUT (a device call brings back 8):
 #
-#   kv | loader | tp   scripts/gpu-bench.sh with GPU_BENCH_QUICK=that mode and
+#   kv | loader | tp | write   scripts/gpu-bench.sh with GPU_BENCH_QUICK=that mode and
 #                   the libraries of GPU_BENCH_LIBS (default "ours nv", or
 #                   "nv base ours" with a base): $OUT/MODE-table.md and
 #                   $OUT/MODE-raw.log.gz
@@ -74,7 +74,7 @@ udev_for() { # FILE: writes the udev facts of FILE's device; prints what to remo
 
 for step in "$@"; do
 	case $step in
-	kv | loader | tp)
+	kv | loader | tp | write)
 		libs=${GPU_BENCH_LIBS:-"ours nv"}
 		[ -n "$BASE" ] && libs=${GPU_BENCH_LIBS:-"nv base ours"}
 		T1=$SECONDS
@@ -136,5 +136,5 @@ for step in "$@"; do
 	esac
 done
 for s in "$@"; do
-	case $s in kv | loader | tp) [ -f "$OUT/$s-table.md" ] && cat "$OUT/$s-table.md" ;; esac
+	case $s in kv | loader | tp | write) [ -f "$OUT/$s-table.md" ] && cat "$OUT/$s-table.md" ;; esac
 done
