@@ -445,11 +445,11 @@ static void host_chunks(struct ocf_job *job, struct ocf_lane *lane)
 		} else if (!job->write) {
 			r = fio_read(io->h, mem, n, off, lane ? &lane->bufs[0] : NULL);
 		} else if (fio_direct_compatible(io->h, mem, off)) {
-			r = fio_write(io->h, mem, n, off, NULL, &job->wprep);
+			r = fio_write(io->h, mem, n, off, NULL, job->wprep);
 		} else {
 			char *stage = lane->bufs[0].buf + fio_stage_skew(io->h, off);
 			memcpy(stage, mem, n);
-			r = fio_write(io->h, stage, n, off, NULL, &job->wprep);
+			r = fio_write(io->h, stage, n, off, NULL, job->wprep);
 		}
 		prof_time(PROF_T_FILE, t0);
 		if (r > 0)
@@ -726,7 +726,7 @@ static bool write_staged_chunk(struct ocf_job *job, struct ocf_lane *lane, struc
 	off_t off = io->off + (off_t)at;
 	uint64_t t0 = prof_now();
 	ssize_t w =
-	    fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off, lane_ring(lane), &job->wprep);
+	    fio_write(io->h, lane->bufs[p->buf].buf + fio_stage_skew(io->h, off), n, off, lane_ring(lane), job->wprep);
 	prof_time(PROF_T_FILE, t0);
 	if (w > 0)
 		prof_bytes((size_t)w);
@@ -844,7 +844,7 @@ static void ring_chunks(struct ocf_job *job)
 				if (actual != planned)
 					memmove(slot + actual, slot + planned, n);
 				uint64_t t0 = prof_now();
-				ssize_t r = fio_write(io->h, slot + actual, n, off, NULL, &job->wprep);
+				ssize_t r = fio_write(io->h, slot + actual, n, off, NULL, job->wprep);
 				prof_time(PROF_T_FILE, t0);
 				if (r > 0)
 					prof_bytes((size_t)r);
@@ -1015,8 +1015,13 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		job.nchunks = (io->len + job.skew0 + job.chunk - 1) / job.chunk;
 	}
 	job.nonblocking = nonblocking_copies;
-	if (write)
-		fio_write_begin(io->h, io->off, io->len, &job.wprep);
+	/* A write's preparation, on this stack only for writes (it holds the
+	 * request's last 4 KiB: fileio.h). */
+	struct fio_wprep wprep;
+	if (write) {
+		fio_write_begin(io->h, io->off, io->len, &wprep);
+		job.wprep = &wprep;
+	}
 	atomic_init(&job.next, 0);
 	atomic_init(&job.stop, job.nchunks);
 	job.err_idx = job.short_idx = job.nchunks;
@@ -1090,7 +1095,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		ret = (ssize_t)io->len;
 	}
 	if (write)
-		ret = fio_write_end(io->h, &job.wprep, io->off, io->len, ret);
+		ret = fio_write_end(io->h, &wprep, io->off, io->len, ret);
 	pthread_mutex_destroy(&job.lock);
 	pthread_cond_destroy(&job.cv);
 	return ret;

@@ -594,12 +594,6 @@ static ssize_t write_unaligned(struct ocf_handle *h, const char *src, size_t n, 
 	return r;
 }
 
-/* A buffered pwrite of the handle's file, in its writers' turn. */
-static ssize_t pwrite_turn(struct ocf_handle *h, const char *src, size_t n, off_t off)
-{
-	return handle_write_in_turn(h, h->fd, src, n, off, pwrite_full);
-}
-
 /* Does a write of the handle's descriptor go through `ring`?  A buffered
  * one only with the uring backend (fio_op_wants_ring). */
 static bool write_on_ring(const struct ocf_handle *h, const struct ocf_ring *ring)
@@ -611,8 +605,6 @@ static bool write_on_ring(const struct ocf_handle *h, const struct ocf_ring *rin
 /* A write to fd, through the ring where it belongs there. */
 static ssize_t write_piece(struct ocf_handle *h, struct ocf_ring *ring, const char *src, size_t n, off_t off)
 {
-	if (!h->odirect && !write_on_ring(h, ring))
-		return pwrite_turn(h, src, n, off);
 	struct fio_op op = {.fd = h->fd, .write = true, .direct = h->odirect, .align = h->align,
 			    .buf = (char *)src, .len = n, .off = off};
 	return op_run_ring(&op, ring);
@@ -786,7 +778,7 @@ static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off
 	/* The head, then the stores, then the rest (with the last page where
 	 * the piece signals itself). */
 	if (s > off) {
-		ssize_t w = pwrite_turn(h, src, (size_t)(s - off), off);
+		ssize_t w = pwrite_full(h->fd, src, (size_t)(s - off), off);
 		if (w < (ssize_t)(s - off))
 			return w;
 	}
@@ -796,12 +788,12 @@ static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off
 	/* A fault (the file shrank under the stores, a block could not be
 	 * reserved, a disk error): pwrite writes the stored part again. */
 	if (last > s && fmap_store(h->wmap, s, src + (s - off), (size_t)(last - s)) < 0) {
-		ssize_t w = pwrite_turn(h, src + (s - off), (size_t)(end - s), s);
+		ssize_t w = pwrite_full(h->fd, src + (s - off), (size_t)(end - s), s);
 		return w < 0 ? (ssize_t)(s - off) : (ssize_t)(s - off) + w;
 	}
 	if (last == end)
 		return (ssize_t)n;
-	ssize_t w = pwrite_turn(h, src + (last - off), (size_t)(end - last), last);
+	ssize_t w = pwrite_full(h->fd, src + (last - off), (size_t)(end - last), last);
 	/* The stored bytes are in the file: a failing pwrite of the rest makes
 	 * the write short, as a pwrite that stops there would. */
 	return w < 0 ? (ssize_t)(last - off) : (ssize_t)(last - off) + w;
@@ -857,7 +849,7 @@ ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size
 	 * before them is in place. */
 	if (p->held_off < p->req_end && result >= 0 && (size_t)result == n) {
 		size_t held = (size_t)(p->req_end - p->held_off);
-		ssize_t w = pwrite_turn(h, p->tail + (p->held_off - p->tail_off), held, p->held_off);
+		ssize_t w = pwrite_full(h->fd, p->tail + (p->held_off - p->tail_off), held, p->held_off);
 		if (w < (ssize_t)held)
 			result = w > 0 ? (p->held_off - off) + w : p->held_off > off ? p->held_off - off : w;
 	}

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,157 +43,8 @@ static struct ocf_handle **slots;
 static size_t cap;
 static uint64_t next_gen = 1;
 
-/* ------------------------------------------------------- writers' turns */
-
-/* Buffered writers of one file in this process take turns (one queue per
- * inode, shared by its handles): the kernel takes the file's write lock
- * (i_rwsem) for every buffered write, so they would take turns anyway, but
- * its waiters spin while the holder runs (sixteen batch workers writing one
- * file spent 9.3 CPU s/GB so, H200 machine, 9e50c58), and a mutex of our
- * own, where waiters sleep, left the lock idle while each woken waiter got
- * back to a CPU (16 threads x 64 KiB: 1.9 GB/s against 3.3).  So the
- * writes are combined: a writer that finds no one writing becomes the
- * combiner, writes its own bytes and then those of the writers queued
- * meanwhile (each woken when its write is done), round after round while
- * the queue fills; after COMBINE_ROUNDS rounds it hands the queue to the
- * first writer waiting, which carries on.  One thread writes the file at a
- * time, back to back, as fast as one thread's copy goes (64 KiB pwrites
- * over cached pages: 6.2 GB/s by one thread, 3.3 by sixteen), and the
- * others sleep. */
-#define COMBINE_ROUNDS 4
-
-struct wturn_req {
-	ssize_t (*write)(int fd, const char *src, size_t n, off_t off);
-	int fd;
-	const char *src;
-	size_t n;
-	off_t off;
-	ssize_t res;
-	_Atomic uint32_t state; /* REQ_WAITING, then REQ_DONE or REQ_COMBINE (a futex word) */
-	struct wturn_req *next;
-};
-enum { REQ_WAITING, REQ_DONE, REQ_COMBINE };
-
-struct ocf_wturn {
-	dev_t dev;
-	ino_t ino;
-	int refs; /* under wturn_lock */
-	pthread_mutex_t lock; /* protects the fields below */
-	bool busy;	      /* a combiner writes */
-	struct wturn_req *head, *tail;
-	struct ocf_wturn *next; /* under wturn_lock */
-};
-
-static pthread_mutex_t wturn_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ocf_wturn *wturns;
-
-static struct ocf_wturn *wturn_get(dev_t dev, ino_t ino)
-{
-	if (ocf_env_off("OPENCUFILE_WRITE_TURNS"))
-		return NULL;
-	pthread_mutex_lock(&wturn_lock);
-	struct ocf_wturn *t = wturns;
-	while (t && (t->dev != dev || t->ino != ino))
-		t = t->next;
-	if (!t && (t = calloc(1, sizeof(*t))) != NULL) {
-		t->dev = dev;
-		t->ino = ino;
-		pthread_mutex_init(&t->lock, NULL);
-		t->next = wturns;
-		wturns = t;
-	}
-	if (t)
-		t->refs++;
-	pthread_mutex_unlock(&wturn_lock);
-	return t;
-}
-
-static void wturn_put(struct ocf_wturn *t)
-{
-	if (!t)
-		return;
-	pthread_mutex_lock(&wturn_lock);
-	if (--t->refs == 0) {
-		struct ocf_wturn **pp = &wturns;
-		while (*pp != t)
-			pp = &(*pp)->next;
-		*pp = t->next;
-		pthread_mutex_destroy(&t->lock);
-		free(t);
-	}
-	pthread_mutex_unlock(&wturn_lock);
-}
-
-static void req_finish(struct wturn_req *r, uint32_t state)
-{
-	atomic_store_explicit(&r->state, state, memory_order_release);
-	ocf_futex_wake(&r->state, 1);
-}
-
-/* The combiner's work: its own request (me), then the queue's, until the
- * queue is empty or COMBINE_ROUNDS rounds are done, when the first writer
- * waiting takes over. */
-static void combine(struct ocf_wturn *t, struct wturn_req *me)
-{
-	me->res = me->write(me->fd, me->src, me->n, me->off);
-	for (int round = 0;; round++) {
-		pthread_mutex_lock(&t->lock);
-		struct wturn_req *list = t->head;
-		if (!list) {
-			t->busy = false;
-			pthread_mutex_unlock(&t->lock);
-			return;
-		}
-		if (round == COMBINE_ROUNDS) {
-			t->head = list->next;
-			if (!t->head)
-				t->tail = NULL;
-			pthread_mutex_unlock(&t->lock);
-			req_finish(list, REQ_COMBINE); /* busy stays true: it combines now */
-			return;
-		}
-		t->head = t->tail = NULL;
-		pthread_mutex_unlock(&t->lock);
-		for (struct wturn_req *r = list, *next; r; r = next) {
-			next = r->next; /* r may be gone once it is finished */
-			r->res = r->write(r->fd, r->src, r->n, r->off);
-			req_finish(r, REQ_DONE);
-		}
-	}
-}
-
-ssize_t handle_write_in_turn(struct ocf_handle *h, int fd, const char *src, size_t n, off_t off,
-			     ssize_t (*write)(int fd, const char *src, size_t n, off_t off))
-{
-	struct ocf_wturn *t = h->wturn;
-	if (!t)
-		return write(fd, src, n, off);
-	struct wturn_req me = {.write = write, .fd = fd, .src = src, .n = n, .off = off};
-	atomic_init(&me.state, REQ_WAITING);
-	pthread_mutex_lock(&t->lock);
-	if (!t->busy) {
-		t->busy = true;
-		pthread_mutex_unlock(&t->lock);
-		combine(t, &me);
-		return me.res;
-	}
-	if (t->tail)
-		t->tail->next = &me;
-	else
-		t->head = &me;
-	t->tail = &me;
-	pthread_mutex_unlock(&t->lock);
-	uint32_t st;
-	while ((st = atomic_load_explicit(&me.state, memory_order_acquire)) == REQ_WAITING)
-		ocf_futex_wait(&me.state, REQ_WAITING, 100000000L);
-	if (st == REQ_COMBINE)
-		combine(t, &me);
-	return me.res;
-}
-
 static void handle_free(struct ocf_handle *h)
 {
-	wturn_put(h->wturn);
 	if (h->ra)
 		h->ra_free(h->ra);
 	fmap_destroy(h->fmap);
@@ -412,8 +262,6 @@ static int check_fd(struct ocf_handle *h, int fd)
 		fs_type_from_mounts(st.st_dev, h->fs_type, sizeof(h->fs_type));
 	else
 		snprintf(h->fs_type, sizeof(h->fs_type), "block");
-	if (S_ISREG(st.st_mode) && !h->odirect && (flags & O_ACCMODE) != O_RDONLY)
-		h->wturn = wturn_get(st.st_dev, st.st_ino);
 	return 0;
 }
 

@@ -40,9 +40,6 @@ struct ocf_handle {
 	struct ocf_ra *ra;
 	void (*ra_free)(struct ocf_ra *ra);
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */
-	/* Buffered writers of the file take turns on it (handle.c, "writers'
-	 * turns"); NULL: not a buffered regular file open for writing. */
-	struct ocf_wturn *wturn;
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */
 	pthread_mutex_t toggle_lock;
@@ -62,12 +59,6 @@ int handle_deregister(CUfileHandle_t fh);
  * forged (it is never dereferenced before it is found in the table). */
 struct ocf_handle *handle_get(CUfileHandle_t fh);
 void handle_put(struct ocf_handle *h);
-/* write(fd, src, n, off) in the turn of h's file among the process's
- * buffered writers of it (handle.c, "writers' turns": perhaps run by
- * another writer's thread, while this one sleeps); at once where h has no
- * turn.  Returns what write returned. */
-ssize_t handle_write_in_turn(struct ocf_handle *h, int fd, const char *src, size_t n, off_t off,
-			     ssize_t (*write)(int fd, const char *src, size_t n, off_t off));
 /* The file of h as watchdog_wait_begin() takes it: the descriptor, -1 for
  * no handle, or WATCHDOG_USERSPACE_FS. */
 int handle_watch_fd(const struct ocf_handle *h);

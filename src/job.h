@@ -22,8 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fileio.h"
 #include "io.h"
+
+struct fio_wprep;
 
 struct ocf_pool;
 struct ocf_lane;
@@ -40,7 +41,7 @@ struct ocf_job {
 	size_t nchunks;
 	bool nonblocking;		 /* submitted by the executor: copy on non-blocking streams */
 	const struct ocf_ringplan *plan; /* a stream operation's ring (no CUDA here) */
-	struct fio_wprep wprep;		 /* a write: what fio_write_begin did for its pieces */
+	struct fio_wprep *wprep;	 /* a write: what fio_write_begin did for its pieces (else NULL) */
 	/* Next chunk to claim.  Relaxed: the counter only hands out distinct
 	 * indices; the data each chunk touches is disjoint. */
 	atomic_size_t next;

@@ -117,7 +117,7 @@ ssize_t host_vec_staged(struct ocf_job *job, struct ocf_lane *lane, size_t at, s
 				host_vec_copy(io, at + done, stage, (size_t)r, true);
 		} else {
 			host_vec_copy(io, at + done, stage, k, false);
-			r = fio_write(io->h, stage, k, o, NULL, &job->wprep);
+			r = fio_write(io->h, stage, k, o, NULL, job->wprep);
 		}
 		if (r < 0)
 			return done ? (ssize_t)done : r;
