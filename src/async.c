@@ -109,7 +109,6 @@ struct async_exec {
 	bool stopping;
 	uint64_t spin_ns; /* set by async_start; 0: sleep at once */
 	int spin_cap;
-	bool wake_locked; /* OPENCUFILE_ASYNC_WAKE_LOCKED: wake-ups under the lock (measurements) */
 	atomic_bool nonempty;	  /* head != NULL, for the spinners */
 	atomic_ulong polled_ops; /* operations a thread took while polling */
 };
@@ -259,7 +258,6 @@ int async_start(struct async_exec *ex)
 	if (ex->nthreads == 0) {
 		int want = wanted_threads();
 		spin_config(ex, want);
-		ex->wake_locked = ocf_env_num("OPENCUFILE_ASYNC_WAKE_LOCKED", 0) != 0;
 		ex->cap = ex->elastic ? ELASTIC_MAX : want;
 		ex->threads = calloc((size_t)ex->cap, sizeof(*ex->threads));
 		ex->stopping = false;
@@ -329,16 +327,13 @@ void async_submit_list(struct async_exec *ex, struct async_op *first)
 	 * where every idle thread is wanted, made after the lock is released
 	 * (see Wake-ups). */
 	int wake = OCF_MIN(n - supplied, ex->idle);
-	bool locked = ex->wake_locked, all = !locked && wake > 0 && wake >= ex->idle;
-	if (!locked)
-		pthread_mutex_unlock(&ex->lock);
+	bool all = wake > 0 && wake >= ex->idle;
+	pthread_mutex_unlock(&ex->lock);
 	if (all)
 		pthread_cond_broadcast(&ex->cv);
 	else
 		for (int i = 0; i < wake; i++)
 			pthread_cond_signal(&ex->cv);
-	if (locked)
-		pthread_mutex_unlock(&ex->lock);
 }
 
 void async_submit(struct async_exec *ex, struct async_op *op)

@@ -305,12 +305,11 @@ static int pool_start(void)
 				break;
 			nworkers++;
 		}
-		min_chunk_bytes = ocf_env_kb("OPENCUFILE_MIN_CHUNK_KB", ocf_cfg.min_chunk_kb);
+		min_chunk_bytes = ocf_cfg.min_chunk_kb * 1024;
 		/* Participants at once: one per CPU of the budget up to the
 		 * pool's size; of one request: execution.max_request_parallelism
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
-		 * OPENCUFILE_PARALLEL / OPENCUFILE_REQUEST_PARALLEL override
-		 * them (experiments). */
+		 * OPENCUFILE_PARALLEL overrides the first (tests). */
 		parallel_max = (int)OCF_MIN(ocf_cpu_budget(), (long)nworkers + 1);
 		const char *env = ocf_getenv("OPENCUFILE_PARALLEL");
 		if (env && *env)
@@ -318,9 +317,6 @@ static int pool_start(void)
 		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM)
 				  ? (int)OCF_MIN(OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM), 256)
 				  : nworkers + 1;
-		env = ocf_getenv("OPENCUFILE_REQUEST_PARALLEL");
-		if (env && *env)
-			request_max = atoi(env);
 		if (parallel_max < 1)
 			parallel_max = 1;
 		if (request_max < 1)
@@ -550,8 +546,7 @@ static CUresult read_copy(const struct ocf_job *job, struct ocf_lane *lane, int 
 		struct ocf_copy_groups *cg = gpu_copy_groups(io->t.gpu);
 		if (cg_wanted(cg, busy)) {
 			CUresult err = CUDA_SUCCESS;
-			switch (cg_copy(cg, busy, io->t.dev + at, src, n, job->nchunks == 1, &p->ev, &p->grp, &p->bytes,
-					&err)) {
+			switch (cg_copy(cg, io->t.dev + at, src, n, job->nchunks == 1, &p->ev, &p->grp, &p->bytes, &err)) {
 			case CG_GROUPED:
 				return CUDA_SUCCESS;
 			case CG_FAILED:
