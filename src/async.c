@@ -230,9 +230,9 @@ static int wanted_threads(void)
 	n = OCF_MIN(n, 16);
 	if (n > (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH))
 		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH);
-	const char *env = ocf_getenv("OPENCUFILE_ASYNC_THREADS");
-	if (env && *env)
-		n = strtol(env, NULL, 10);
+	uint64_t given;
+	if (config_env_given(OCF_E_ASYNC_THREADS, &given))
+		n = (long)given;
 	return (int)OCF_MIN(OCF_MAX(n, 1), 256);
 }
 
@@ -244,9 +244,11 @@ static void spin_config(struct async_exec *ex, int nthreads)
 	if (!ex->cuda)
 		return;
 	long cap = OCF_MIN(OCF_MAX(ocf_cpu_budget() / 4, 1), 4);
-	cap = (long)ocf_env_num("OPENCUFILE_BATCH_SPINNERS", (size_t)cap);
+	uint64_t given;
+	if (config_env_given(OCF_E_BATCH_SPINNERS, &given))
+		cap = (long)given;
 	ex->spin_cap = (int)OCF_MIN(cap, (long)nthreads);
-	ex->spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_BATCH_SPIN_US", 50), (size_t)1000) * 1000;
+	ex->spin_ns = config_env(OCF_E_BATCH_SPIN_US) * 1000;
 	if (ex->spin_cap <= 0)
 		ex->spin_ns = 0;
 }

@@ -430,7 +430,7 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 	}
 	b->nfree = nr;
 	b->wake_at = UINT_MAX;
-	b->wait_spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_BATCH_WAIT_SPIN_US", 100), (size_t)1000) * 1000;
+	b->wait_spin_ns = config_env(OCF_E_BATCH_WAIT_SPIN_US) * 1000;
 
 	pthread_mutex_lock(&table_lock);
 	size_t idx = nslots;
@@ -462,9 +462,9 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 static void plan_job(unsigned n, unsigned *nops, unsigned *per_claim)
 {
 	unsigned w = (unsigned)async_thread_count(&async_batch_exec);
-	const char *env = ocf_getenv("OPENCUFILE_BATCH_WORKERS"); /* tests */
-	if (env && *env)
-		w = (unsigned)strtoul(env, NULL, 10);
+	uint64_t given;
+	if (config_env_given(OCF_E_BATCH_WORKERS, &given)) /* tests */
+		w = (unsigned)given;
 	w = OCF_MAX(OCF_MIN(w, n), 1u);
 	unsigned k = (n + w - 1) / w;
 	*per_claim = k;
@@ -715,14 +715,7 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
  * userspace file system's callback may never return. */
 static long cancel_wait_ms(void)
 {
-	const char *env = ocf_getenv("OPENCUFILE_BATCH_CANCEL_WAIT_MS");
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-		if (*end == '\0' && v >= 0)
-			return OCF_MIN(v, 86400000L);
-	}
-	return 10000;
+	return (long)config_env(OCF_E_BATCH_CANCEL_WAIT_MS); /* 10 s, at most a day */
 }
 
 /* Caller holds b->lock.  Jobs submitted before epoch `epoch` that have not

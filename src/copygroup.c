@@ -116,6 +116,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "cuda_loader.h"
 #include "internal.h"
 #include "log.h"
@@ -130,8 +131,6 @@
 #define CG_NAP_START_NS 20000
 #define CG_NAP_MIN_NS 2000
 #define CG_NAP_MAX_NS 1000000
-/* Members (in %) it lets wake before their copy is done. */
-#define CG_NAP_EARLY 25
 
 struct ocf_copy_group {
 	CUevent ev;
@@ -214,17 +213,7 @@ static void nap_seen(uint64_t ns)
 }
 #endif
 
-static int env_int(const char *name, int def)
-{
-	const char *v = ocf_getenv(name);
-	return v && *v ? atoi(v) : def;
-}
-
-bool cg_form_available(void)
-{
-	const char *g = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
-	return ocf_cu.MemcpyBatchAsync && !(g && !strcmp(g, "0"));
-}
+bool cg_form_available(void) { return ocf_cu.MemcpyBatchAsync && config_env(OCF_E_GROUPED_COPIES); }
 
 CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t k, CUstream stream)
 {
@@ -235,31 +224,28 @@ CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t
 
 struct ocf_copy_groups *cg_create(int n)
 {
-	if (n <= 0 || !cg_form_available() || env_int("OPENCUFILE_CALLER_GROUPS", 1) == 0)
+	if (n <= 0 || !cg_form_available() || !config_env(OCF_E_CALLER_GROUPS))
 		return NULL;
 	struct ocf_copy_groups *cg = calloc(1, sizeof(*cg) + (size_t)n * sizeof(cg->groups[0]));
 	if (!cg)
 		return NULL;
 	pthread_mutex_init(&cg->free_mu, NULL);
 	atomic_init(&cg->on, true);
-	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 10);
-	/* Bounded: a leader's wait holds up every member of its queue. */
-	int gather_us = env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 3);
-	gather_us = gather_us < 0 ? 0 : gather_us > 10000 ? 10000 : gather_us;
-	cg->gather_ns = (uint64_t)gather_us * 1000;
-	int nap_us = env_int("OPENCUFILE_CALLER_GROUPS_NAP_US", -1);
-	cg->nap_adapts = nap_us < 0;
-	cg->nap_early = env_int("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", CG_NAP_EARLY);
-	cg->nap_early = cg->nap_early < 1 ? 1 : cg->nap_early > 90 ? 90 : cg->nap_early;
-	nap_us = nap_us > CG_NAP_MAX_NS / 1000 ? CG_NAP_MAX_NS / 1000 : nap_us;
-	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : (uint64_t)nap_us * 1000);
+	cg->busy_min = (int)config_env(OCF_E_CALLER_GROUPS_BUSY);
+	/* Bounded (at most 10 ms): a leader's wait holds up every member of
+	 * its queue. */
+	cg->gather_ns = config_env(OCF_E_CALLER_GROUPS_GATHER_US) * 1000;
+	uint64_t nap_us = 0; /* at most 1000: CG_NAP_MAX_NS */
+	cg->nap_adapts = !config_env_given(OCF_E_CALLER_GROUPS_NAP_US, &nap_us);
+	cg->nap_early = (int)config_env(OCF_E_CALLER_GROUPS_NAP_EARLY);
+	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : nap_us * 1000);
 	for (int i = 0; i < CG_STREAMS; i++) {
 		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
 			break;
 		cg->nstreams++;
 	}
 	/* Never more queues than streams. */
-	cg->nqueues = env_int("OPENCUFILE_CALLER_GROUPS_QUEUES", 2);
+	cg->nqueues = (int)config_env(OCF_E_CALLER_GROUPS_QUEUES);
 	if (cg->nqueues > cg->nstreams)
 		cg->nqueues = cg->nstreams;
 	if (cg->nqueues < 1)

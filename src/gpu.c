@@ -84,7 +84,9 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 	p->gpu = gpu;
 	/* Chunks of 4 MiB unless max_direct_io_size_kb asks for less. */
 	p->chunk = OCF_MIN(ocf_cfg.staging_chunk_kb, OCF_EFF(OCF_K_MAX_DIRECT_IO_SIZE_KB)) * 1024;
-	p->chunk = ocf_env_kb("OPENCUFILE_CHUNK_KB", p->chunk / 1024); /* tuning experiments */
+	uint64_t chunk_kb;
+	if (config_env_given(OCF_E_CHUNK_KB, &chunk_kb)) /* tests */
+		p->chunk = (size_t)chunk_kb * 1024;
 	if (p->chunk < 65536)
 		p->chunk = 65536;
 	/* The POSIX pool slabs are NVIDIA's bounce-buffer budget in its
@@ -121,9 +123,9 @@ int pool_lanes(struct ocf_pool *p)
  * OPENCUFILE_NUMA_NODE forces a node (tests and experiments). */
 static int gpu_numa_node(CUdevice dev)
 {
-	const char *forced = ocf_getenv("OPENCUFILE_NUMA_NODE");
-	if (forced && *forced)
-		return atoi(forced);
+	uint64_t forced;
+	if (config_env_given(OCF_E_NUMA_NODE, &forced))
+		return (int)forced;
 	char online[64] = "", bus[32], path[96];
 	FILE *f = fopen("/sys/devices/system/node/online", "re");
 	if (f) {
@@ -163,8 +165,7 @@ static int gpu_numa_node(CUdevice dev)
 static int pin_arena(struct ocf_gpu *g, size_t *size, size_t room, void **mem, bool *registered)
 {
 	*registered = false;
-	const char *env = ocf_getenv("OPENCUFILE_STAGING_REGISTER"); /* tests, experiments */
-	if (g->numa_node < 0 && !(env && *env == '1'))
+	if (g->numa_node < 0 && !config_env(OCF_E_STAGING_REGISTER)) /* tests */
 		goto hostalloc;
 	/* Whole huge pages where the pool's bound leaves room for them. */
 	size_t len = OCF_ALIGN_UP(*size, (size_t)HUGE_PAGE);
@@ -724,17 +725,8 @@ void gpu_teardown_all(void)
  * profile (profile.h) counts each wait by how it ended. */
 enum ev_mode { EV_HYBRID, EV_SPIN };
 
-static int ev_mode(void)
-{
-	static int v = -1;
-	int cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur < 0) {
-		const char *env = ocf_getenv("OPENCUFILE_EVENT_WAIT");
-		cur = env && !strcmp(env, "spin") ? EV_SPIN : EV_HYBRID;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
-}
+/* OPENCUFILE_EVENT_WAIT's words (config.c) in this order. */
+static int ev_mode(void) { return (int)config_env(OCF_E_EVENT_WAIT); }
 
 bool lane_events_sleep(void) { return ev_mode() != EV_SPIN; }
 
@@ -754,12 +746,7 @@ static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 
  * the H200 machine, docs/benchmarks.md).  The other waits keep the slack:
  * by the clock, one caller's 1 MiB reads (whose read-ahead fillers wait so)
  * went 2-6 % slower. */
-static uint64_t first_nap_ns(void)
-{
-	static size_t cache = (size_t)-1;
-	size_t us = ocf_env_num_once("OPENCUFILE_EVENT_NAP_US", 20, &cache);
-	return (uint64_t)OCF_MIN(OCF_MAX(us, (size_t)1), (size_t)1000) * 1000u;
-}
+static uint64_t first_nap_ns(void) { return config_env(OCF_E_EVENT_NAP_US) * 1000u; }
 
 CUevent gpu_lane_event(const struct ocf_lane *l, int j, size_t bytes)
 {
@@ -927,9 +914,8 @@ static int active_gpu(int d, struct ocf_gpu **out)
 void gpu_prewarm_start(int lanes)
 {
 	/* OPENCUFILE_PREWARM=0: GPUs are brought up at their first I/O. */
-	const char *env = ocf_getenv("OPENCUFILE_PREWARM");
 	target_lanes = OCF_MAX(lanes, FIRST_ARENA_LANES);
-	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
+	if (!cuda_available() || lanes <= 0 || !config_env(OCF_E_PREWARM))
 		return;
 	for (int d = 0; d < cuda_device_count(); d++) {
 		struct ocf_gpu *g;

@@ -81,8 +81,7 @@ static struct dr_mounts rdma_mounts;
 static void check_gpus(void)
 {
 	printf("\nGPUs\n");
-	const char *lib = getenv("OPENCUFILE_LIBCUDA");
-	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(config_env_text(OCF_E_LIBCUDA), RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		printf("  no CUDA driver (%s): host-memory mode\n", dlerror());
 		return;
