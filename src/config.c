@@ -93,7 +93,9 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 					   F(max_io_queue_depth), NULL, NULL,
 					   "io_uring reads one engine thread keeps in flight (at most its 3 staging buffers)"},
 	[OCF_K_EXEC_MAX_IO_THREADS] = {"execution.max_io_threads", OCF_CFG_SIZE, "4", 0, 32, F(max_io_threads),
-				       NULL, NULL, "engine worker threads, at least (the default is one per CPU, up to 16)"},
+				       NULL, NULL,
+				       "engine worker threads, at least, within the CPU budget (the default is one per CPU "
+				       "of the budget, up to 16)"},
 	[OCF_K_EXEC_PARALLEL_IO] = {"execution.parallel_io", OCF_CFG_BOOL, "true", 0, 0, F(parallel_io), NULL,
 				    NULL, "false: requests are never split across worker threads"},
 	[OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB] = {"execution.min_io_threshold_size_kb", OCF_CFG_SIZE, "8192", 4,
@@ -101,7 +103,9 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 						 "requests larger than this are split across worker threads"},
 	[OCF_K_EXEC_MAX_REQUEST_PARALLELISM] = {"execution.max_request_parallelism", OCF_CFG_SIZE, "4", 0, 8,
 						F(max_request_parallelism), NULL, NULL,
-						"parallel parts of a request, at most (a larger request: one per 16 MiB; 0: no bound)"},
+						"parallel parts of a request above min_io_threshold_size_kb, at most (a larger "
+						"request: one per 2 MiB; 0: no bound); the striped path of 1-8 MiB device "
+						"reads has its own bound (OPENCUFILE_STRIPE_PARTICIPANTS)"},
 	[OCF_K_EXEC_WAIT_WATCHDOG_S] = {"execution.wait_watchdog_s", OCF_CFG_SIZE, "30", 0, 86400,
 					F(wait_watchdog_s), NULL, "OPENCUFILE_WAIT_WATCHDOG_S",
 					"an I/O, batch or stream operation waiting longer than this many seconds "
@@ -1089,8 +1093,8 @@ static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
 	[OCF_E_STATS_FILE] = TEXT("OPENCUFILE_STATS_FILE", NULL,
 				  "the file the statistics snapshot is written to (%p: the pid), at every level"),
 	[OCF_E_XDG_RUNTIME_DIR] = TEXT("XDG_RUNTIME_DIR", NULL,
-				       "the snapshot for gds_stats goes to its opencufile/ (unset or relative: "
-				       "/tmp/opencufile-UID)"),
+				       "the snapshot for gds_stats is published in its opencufile/ (unset or not "
+				       "absolute: in /tmp/opencufile-UID)"),
 	[OCF_E_GDSCHECK_ROOT] = OTHER("OPENCUFILE_GDSCHECK_ROOT", "gdscheck",
 				      "a directory /sys, /proc/driver, /proc/config.gz, /proc/kallsyms and /boot "
 				      "are read under; tests"),
@@ -1238,6 +1242,44 @@ const char *config_env_text(enum ocf_env e)
 	const struct ocf_env_info *r = &env_rows[e];
 	const char *s = r->reader ? NULL : env_get(r->var);
 	return s && *s ? s : r->def_text;
+}
+
+void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
+		       size_t len)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	switch (r->type) {
+	case OCF_ENV_NUMBER:
+		if (src == OCF_SRC_DEFAULT && r->def_text)
+			snprintf(buf, len, "(computed)"); /* by the reader: r->def_text says how */
+		else
+			snprintf(buf, len, "%" PRIu64 "%s%s", v, *r->unit ? " " : "", r->unit);
+		break;
+	case OCF_ENV_SWITCH:
+		snprintf(buf, len, "%s", v ? "on" : "off");
+		break;
+	case OCF_ENV_WORD:
+		snprintf(buf, len, "%s", r->words[v]);
+		break;
+	case OCF_ENV_TEXT:
+		if (text || r->def_text)
+			snprintf(buf, len, "\"%s\"", text ? text : r->def_text);
+		else
+			snprintf(buf, len, "(unset)");
+		break;
+	}
+}
+
+void config_env_note_refused(struct ocf_cfg_diags *diags)
+{
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		uint64_t v;
+		const char *text;
+		char why[240];
+		config_env_parse((enum ocf_env)e, &v, &text, why, sizeof(why));
+		if (why[0])
+			diag(diags, OCF_LOG_WARN, "environment %s=\"%.60s\": %s", env_rows[e].var, text, why);
+	}
 }
 
 /* Whether a row of either table names the variable of n bytes at name. */

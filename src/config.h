@@ -388,7 +388,7 @@ const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k);
  * reader is not NULL belong to the project's other programs (gdscheck, the
  * tests, the scripts, the Python wheel): the library never reads them and
  * knows them only so as not to call them unknown.  gdscheck prints every
- * row with its value and source; tests/check_settings.sh checks that
+ * row with its value and source; scripts/settings-check.sh checks that
  * docs/configuration.md documents every row and that no variable is read
  * outside this table.
  *
@@ -518,6 +518,15 @@ uint64_t config_env(enum ocf_env e);
 bool config_env_given(enum ocf_env e, uint64_t *v);
 /* A TEXT row's text, or its default when unset or empty (NULL: none). */
 const char *config_env_text(enum ocf_env e);
+
+/* Formats what config_env_parse gave for row e (v, text, source) as
+ * gdscheck shows it: "256 KiB", "on", "auto", "\"/dev/shm\"", or
+ * "(computed)" for a default its reader computes. */
+void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
+		       size_t len);
+/* Appends one WARN per library variable whose value is refused or clamped
+ * (the message config_env logs when the library reads it). */
+void config_env_note_refused(struct ocf_cfg_diags *diags);
 
 /* How a switch's text reads (1/0, on/off, true/false, yes/no): 1 on, 0
  * off, -1 neither (a TEXT row that takes a switch or a file name). */
