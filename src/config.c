@@ -983,7 +983,7 @@ static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
 					   "measurements"),
 	[OCF_E_HELPER_SPIN_US] = NUM("OPENCUFILE_HELPER_SPIN_US", "us", 0, 100000, 0, 0,
 				     "every engine worker polls the queue this long after every job (0: only after "
-				     "the short striped reads of OPENCUFILE_STRIPE_SPIN_BELOW_KB); tests"),
+				     "the short striped reads of OPENCUFILE_STRIPE_SPIN_BELOW_KB); tests, the hang hunt"),
 	[OCF_E_CHUNK_KB] = NUM_COMPUTED("OPENCUFILE_CHUNK_KB", "KiB", 64, 1u << 20,
 					"2048, less where max_direct_io_size_kb or the largest GPU bounce-buffer slab is "
 					"smaller",
@@ -1107,7 +1107,7 @@ static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
 	[OCF_E_BASE_SRC] = OTHER("OPENCUFILE_BASE_SRC", "scripts/gpu-bench.sh",
 				 "the source tree that library was built from"),
 	[OCF_E_DISABLE] = OTHER("OPENCUFILE_DISABLE", "the Python wheel",
-				"set and not 0: an interpreter starts without loading ours"),
+				"set, not empty and not 0: an interpreter starts without loading ours"),
 };
 
 const struct ocf_env_info *config_env_info(enum ocf_env e)
