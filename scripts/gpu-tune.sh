@@ -3,10 +3,9 @@
 #
 # gpu-tune.sh - engine tuning experiments on the GPU machine: builds the
 # library and gdsio, then runs the warm device-read workloads under the
-# engine's tuning variables (OPENCUFILE_IO_THREADS, OPENCUFILE_CHUNK_KB,
-# OPENCUFILE_MIN_CHUNK_KB, OPENCUFILE_EVENT_SPIN, OPENCUFILE_STREAM_NONBLOCKING,
-# OPENCUFILE_EVENT_POLL_US) and prints one line per
-# configuration.
+# engine's variables (OPENCUFILE_PREWARM, OPENCUFILE_EVENT_WAIT,
+# OPENCUFILE_IO_THREADS, OPENCUFILE_CHUNK_KB; docs/configuration.md) and
+# prints one line per configuration.
 #
 #   scripts/gpu-tune.sh "label:VAR=v VAR=v" ...   (no arguments: a default set)
 set -u
@@ -44,14 +43,11 @@ configs=("$@")
 [ ${#configs[@]} -eq 0 ] && configs=(
 	"default:"
 	"noprewarm:OPENCUFILE_PREWARM=0"
-	"spin:OPENCUFILE_EVENT_SPIN=1"
-	"nonblock:OPENCUFILE_STREAM_NONBLOCKING=1"
+	"spin:OPENCUFILE_EVENT_WAIT=spin"
 	"thr8:OPENCUFILE_IO_THREADS=8"
 	"thr12:OPENCUFILE_IO_THREADS=12"
 	"chunk1m:OPENCUFILE_CHUNK_KB=1024"
 	"chunk4m:OPENCUFILE_CHUNK_KB=4096"
-	"minchunk512k:OPENCUFILE_MIN_CHUNK_KB=512"
-	"minchunk2m:OPENCUFILE_MIN_CHUNK_KB=2048"
 )
 printf '%-14s %8s %8s %8s %8s %8s %8s %9s\n' config w4g w4g_T3 t1x16m t16x1m t8x16mR host4g lat4k_us
 for c in "${configs[@]}"; do

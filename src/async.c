@@ -109,7 +109,6 @@ struct async_exec {
 	bool stopping;
 	uint64_t spin_ns; /* set by async_start; 0: sleep at once */
 	int spin_cap;
-	bool wake_locked; /* OPENCUFILE_ASYNC_WAKE_LOCKED: wake-ups under the lock (measurements) */
 	atomic_bool nonempty;	  /* head != NULL, for the spinners */
 	atomic_ulong polled_ops; /* operations a thread took while polling */
 };
@@ -231,9 +230,9 @@ static int wanted_threads(void)
 	n = OCF_MIN(n, 16);
 	if (n > (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH))
 		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH);
-	const char *env = ocf_getenv("OPENCUFILE_ASYNC_THREADS");
-	if (env && *env)
-		n = strtol(env, NULL, 10);
+	uint64_t given;
+	if (config_env_given(OCF_E_ASYNC_THREADS, &given))
+		n = (long)given;
 	return (int)OCF_MIN(OCF_MAX(n, 1), 256);
 }
 
@@ -245,9 +244,11 @@ static void spin_config(struct async_exec *ex, int nthreads)
 	if (!ex->cuda)
 		return;
 	long cap = OCF_MIN(OCF_MAX(ocf_cpu_budget() / 4, 1), 4);
-	cap = (long)ocf_env_num("OPENCUFILE_BATCH_SPINNERS", (size_t)cap);
+	uint64_t given;
+	if (config_env_given(OCF_E_BATCH_SPINNERS, &given))
+		cap = (long)given;
 	ex->spin_cap = (int)OCF_MIN(cap, (long)nthreads);
-	ex->spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_BATCH_SPIN_US", 50), (size_t)1000) * 1000;
+	ex->spin_ns = config_env(OCF_E_BATCH_SPIN_US) * 1000;
 	if (ex->spin_cap <= 0)
 		ex->spin_ns = 0;
 }
@@ -259,7 +260,6 @@ int async_start(struct async_exec *ex)
 	if (ex->nthreads == 0) {
 		int want = wanted_threads();
 		spin_config(ex, want);
-		ex->wake_locked = ocf_env_num("OPENCUFILE_ASYNC_WAKE_LOCKED", 0) != 0;
 		ex->cap = ex->elastic ? ELASTIC_MAX : want;
 		ex->threads = calloc((size_t)ex->cap, sizeof(*ex->threads));
 		ex->stopping = false;
@@ -329,16 +329,13 @@ void async_submit_list(struct async_exec *ex, struct async_op *first)
 	 * where every idle thread is wanted, made after the lock is released
 	 * (see Wake-ups). */
 	int wake = OCF_MIN(n - supplied, ex->idle);
-	bool locked = ex->wake_locked, all = !locked && wake > 0 && wake >= ex->idle;
-	if (!locked)
-		pthread_mutex_unlock(&ex->lock);
+	bool all = wake > 0 && wake >= ex->idle;
+	pthread_mutex_unlock(&ex->lock);
 	if (all)
 		pthread_cond_broadcast(&ex->cv);
 	else
 		for (int i = 0; i < wake; i++)
 			pthread_cond_signal(&ex->cv);
-	if (locked)
-		pthread_mutex_unlock(&ex->lock);
 }
 
 void async_submit(struct async_exec *ex, struct async_op *op)

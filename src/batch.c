@@ -13,9 +13,9 @@
  *
  * Execution: a Submit becomes one job shared by W executor operations (W =
  * min(executor threads, entries); OPENCUFILE_BATCH_WORKERS for
- * experiments).  Each operation's thread claims consecutive entries of the
+ * tests).  Each operation's thread claims consecutive entries of the
  * job, `per_claim` at a time (about nr / W, so one claim each when all
- * threads are free; OPENCUFILE_BATCH_CLAIM), from an atomic cursor until
+ * threads are free), from an atomic cursor until
  * none is left, and serves them with the batch data path (batch_io.c): one
  * staging lane per thread, merged preads and copies, one event wait and one
  * completion lock per staging buffer.  A thread that starts late or runs
@@ -26,8 +26,8 @@
  * it one lookup each) while the others were still waking, so a batch of 8 x
  * 64 KiB took as long on 8 threads as on one.  Larger jobs keep merging
  * across claims: there every thread has claims of its own, and shorter runs
- * only cost more reads and copies (OPENCUFILE_BATCH_MERGE_CLAIMS=1 merges
- * in small jobs too, for measurements).  Copies stay gathered across claims
+ * only cost more reads and copies (runs merged in small jobs too were
+ * measured, docs/benchmarks.md).  Copies stay gathered across claims
  * (up to 16, or the end of the staging buffer): queuing each claim's copies
  * when the claim was read, so that they overlap the next claim's reads,
  * made grouped calls smaller and cost 16 batches of 128 scattered entries
@@ -196,7 +196,6 @@ struct batch {
 	unsigned done_head, ndone;
 	atomic_uint ndone_pub; /* ndone, for GetStatus's polling without the lock */
 	uint64_t wait_spin_ns; /* GetStatus polls that long before it sleeps */
-	bool merge_claims;     /* OPENCUFILE_BATCH_MERGE_CLAIMS: runs span claims */
 	unsigned *done_ring; /* DONE entries in completion order */
 	struct job *jobs;
 	struct entry e[];
@@ -340,7 +339,7 @@ static void job_run(struct async_op *aop)
 		}
 		/* A small job (an entry per claim): read this claim before
 		 * the next (see Execution). */
-		if (j->per_claim == 1 && !b->merge_claims)
+		if (j->per_claim == 1)
 			bio_close(&w);
 	}
 	bio_end(&w);
@@ -431,8 +430,7 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 	}
 	b->nfree = nr;
 	b->wake_at = UINT_MAX;
-	b->merge_claims = ocf_env_num("OPENCUFILE_BATCH_MERGE_CLAIMS", 0) != 0;
-	b->wait_spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_BATCH_WAIT_SPIN_US", 100), (size_t)1000) * 1000;
+	b->wait_spin_ns = config_env(OCF_E_BATCH_WAIT_SPIN_US) * 1000;
 
 	pthread_mutex_lock(&table_lock);
 	size_t idx = nslots;
@@ -464,14 +462,11 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 static void plan_job(unsigned n, unsigned *nops, unsigned *per_claim)
 {
 	unsigned w = (unsigned)async_thread_count(&async_batch_exec);
-	const char *env = ocf_getenv("OPENCUFILE_BATCH_WORKERS"); /* experiments */
-	if (env && *env)
-		w = (unsigned)strtoul(env, NULL, 10);
+	uint64_t given;
+	if (config_env_given(OCF_E_BATCH_WORKERS, &given)) /* tests */
+		w = (unsigned)given;
 	w = OCF_MAX(OCF_MIN(w, n), 1u);
 	unsigned k = (n + w - 1) / w;
-	env = ocf_getenv("OPENCUFILE_BATCH_CLAIM"); /* experiments */
-	if (env && *env)
-		k = OCF_MAX((unsigned)strtoul(env, NULL, 10), 1u);
 	*per_claim = k;
 	/* No operation that could only find the cursor at the end. */
 	*nops = OCF_MIN(w, (n + k - 1) / k);
@@ -720,14 +715,7 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
  * userspace file system's callback may never return. */
 static long cancel_wait_ms(void)
 {
-	const char *env = ocf_getenv("OPENCUFILE_BATCH_CANCEL_WAIT_MS");
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-		if (*end == '\0' && v >= 0)
-			return OCF_MIN(v, 86400000L);
-	}
-	return 10000;
+	return (long)config_env(OCF_E_BATCH_CANCEL_WAIT_MS); /* 10 s, at most a day */
 }
 
 /* Caller holds b->lock.  Jobs submitted before epoch `epoch` that have not

@@ -44,6 +44,7 @@
 
 #include <limits.h>
 
+#include "config.h"
 #include "fileio.h"
 #include "gpu.h"
 #include "internal.h"
@@ -56,11 +57,7 @@ int chunk_participants(const struct ocf_io *io, int request_max)
 	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
 }
 
-static size_t alone_chunk_bytes(void)
-{
-	static size_t cache = (size_t)-1;
-	return ocf_env_kb_once("OPENCUFILE_ALONE_CHUNK_KB", 256, &cache);
-}
+static size_t alone_chunk_bytes(void) { return (size_t)config_env(OCF_E_ALONE_CHUNK_KB) * 1024; }
 
 size_t chunk_size(const struct ocf_io *io, const struct chunk_shape *s)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * config.c - cufile.json, the environment, and the key table.
+ * config.c - every setting: cufile.json, the environment, the key table
+ * and the environment table.
  *
  * DESIGN: one table row per key {json path, type, default, min, max, field,
  * allowed strings, environment variable} drives everything: defaults (the
@@ -32,9 +33,15 @@
  * loaded), so they are collected in a struct ocf_cfg_diags and logged by the
  * caller afterwards; gdscheck prints them.
  *
- * This file depends on nothing of the library but log.h's level numbers and
- * ocf_getenv, so gdscheck compiles it in and computes exactly what the
- * library will.
+ * The variables that are no key's are the rows of a second table,
+ * env_rows[] {variable, type, unit, range, default, doc} (config.h), read
+ * through config_env*() when their reader asks and parsed by the same
+ * number and switch parsers as the keys' variables.  This file is the
+ * library's only reader of the environment (env_get).
+ *
+ * This file depends on nothing of the library but log.c (its level
+ * numbers, and the writer a refused variable is logged with), so gdscheck
+ * compiles it in and computes exactly what the library will.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -44,10 +51,12 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,7 +93,9 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 					   F(max_io_queue_depth), NULL, NULL,
 					   "io_uring reads one engine thread keeps in flight (at most its 3 staging buffers)"},
 	[OCF_K_EXEC_MAX_IO_THREADS] = {"execution.max_io_threads", OCF_CFG_SIZE, "4", 0, 32, F(max_io_threads),
-				       NULL, NULL, "engine worker threads, at least (the default is one per CPU, up to 16)"},
+				       NULL, NULL,
+				       "engine worker threads, at least, within the CPU budget (the default is one per CPU "
+				       "of the budget, up to 16)"},
 	[OCF_K_EXEC_PARALLEL_IO] = {"execution.parallel_io", OCF_CFG_BOOL, "true", 0, 0, F(parallel_io), NULL,
 				    NULL, "false: requests are never split across worker threads"},
 	[OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB] = {"execution.min_io_threshold_size_kb", OCF_CFG_SIZE, "8192", 4,
@@ -92,7 +103,9 @@ static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 						 "requests larger than this are split across worker threads"},
 	[OCF_K_EXEC_MAX_REQUEST_PARALLELISM] = {"execution.max_request_parallelism", OCF_CFG_SIZE, "4", 0, 8,
 						F(max_request_parallelism), NULL, NULL,
-						"parallel parts of a request, at most (a larger request: one per 16 MiB; 0: no bound)"},
+						"parallel parts of a request above min_io_threshold_size_kb, at most (a larger "
+						"request: one per 2 MiB; 0: no bound); the striped path of 1-8 MiB device "
+						"reads has its own bound (OPENCUFILE_STRIPE_PARTICIPANTS)"},
 	[OCF_K_EXEC_WAIT_WATCHDOG_S] = {"execution.wait_watchdog_s", OCF_CFG_SIZE, "30", 0, 86400,
 					F(wait_watchdog_s), NULL, "OPENCUFILE_WAIT_WATCHDOG_S",
 					"an I/O, batch or stream operation waiting longer than this many seconds "
@@ -580,7 +593,6 @@ void config_load_defaults(struct ocf_config *cfg)
 		cfg->source[k] = OCF_SRC_DEFAULT;
 	}
 	cfg->staging_chunk_kb = 2048;
-	cfg->io_threads = 0; /* 0: one per online CPU, at most 16 */
 	cfg->min_chunk_kb = 1024;
 }
 
@@ -797,11 +809,7 @@ int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, cons
 
 #define OCF_CFG_FILE_MAX (1u << 20)
 
-const char *config_file_path(void)
-{
-	const char *p = ocf_getenv("CUFILE_ENV_PATH_JSON");
-	return p && *p ? p : "/etc/cufile.json";
-}
+const char *config_file_path(void) { return config_env_text(OCF_E_ENV_PATH_JSON); }
 
 static int read_file(const char *path, char **out, size_t *len)
 {
@@ -859,6 +867,10 @@ out_close:
 
 /* ------------------------------------------------------- environment */
 
+/* The one reader of the environment: none at all in set-uid and set-gid
+ * processes, as a library should. */
+static const char *env_get(const char *name) { return secure_getenv(name); }
+
 static int parse_bool_word(const char *s, bool *out)
 {
 	static const char *const yes[] = {"1", "true", "yes", "on", "y"};
@@ -876,13 +888,32 @@ static int parse_bool_word(const char *s, bool *out)
 	return -1;
 }
 
+/* A number as every variable writes one: decimal digits only (no sign,
+ * space, suffix or base prefix), not past UINT64_MAX.  0, or -1. */
+static int parse_number(const char *s, uint64_t *out)
+{
+	uint64_t x = 0;
+	if (*s < '0' || *s > '9')
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		unsigned d = (unsigned)(*s - '0');
+		if (x > (UINT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return 0;
+}
+
 void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 {
 	for (int k = 0; k < OCF_K_COUNT; k++) {
 		const struct ocf_cfg_key_info *ki = &keys[k];
 		if (!ki->env)
 			continue;
-		const char *s = ocf_getenv(ki->env);
+		const char *s = env_get(ki->env);
 		if (!s || !*s)
 			continue;
 		int ok = -1;
@@ -893,7 +924,7 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 			if (ok == 0)
 				*(bool *)field(cfg, ki) = b;
 			else
-				snprintf(why, sizeof(why), "expected true/false/1/0");
+				snprintf(why, sizeof(why), "not on or off (1/0, on/off, true/false, yes/no)");
 		} else if (ki->type == OCF_CFG_STRING && ki->choices && !is_choice(ki, s) &&
 			   !(k == OCF_K_LOGGING_LEVEL && log_level_from_name(s) >= 0)) {
 			/* A variable set by hand: a typo leaves the file's value
@@ -904,15 +935,13 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 			ok = v ? apply_json(cfg, ki, v, why, sizeof(why)) : -1;
 			json_object_put(v);
 		} else if (ki->type == OCF_CFG_SIZE) {
-			char *end;
-			errno = 0;
-			unsigned long long x = strtoull(s, &end, 0);
+			uint64_t x;
 			if (strcmp(s, "-1") == 0 && ki->max == UINT64_MAX)
 				ok = config_set_size(cfg, (enum ocf_cfg_key)k, SIZE_MAX, why, sizeof(why));
-			else if (errno == 0 && *end == '\0' && s[0] != '-')
+			else if (parse_number(s, &x) == 0)
 				ok = config_set_size(cfg, (enum ocf_cfg_key)k, x, why, sizeof(why));
 			else
-				snprintf(why, sizeof(why), "expected a non-negative integer");
+				snprintf(why, sizeof(why), "not a number (decimal digits)");
 		}
 		if (ok == 0)
 			cfg->source[k] = OCF_SRC_ENV;
@@ -921,10 +950,374 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 	}
 }
 
+/* The environment table (config.h).  Sizes in KiB go up to 2^30 KiB. */
+#define ENV_KIB_MAX ((uint64_t)1 << 30)
+#define NUM(var, unit, lo, hi, d, fl, doc) {var, OCF_ENV_NUMBER, unit, lo, hi, d, NULL, NULL, fl, NULL, doc}
+#define NUM_COMPUTED(var, unit, lo, hi, computed, fl, doc) \
+	{var, OCF_ENV_NUMBER, unit, lo, hi, 0, computed, NULL, fl, NULL, doc}
+#define SWITCH(var, d, fl, doc) {var, OCF_ENV_SWITCH, NULL, 0, 1, d, NULL, NULL, fl, NULL, doc}
+#define WORD(var, words, d, fl, doc) {var, OCF_ENV_WORD, NULL, 0, 0, d, NULL, words, fl, NULL, doc}
+#define TEXT(var, d, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, d, NULL, 0, NULL, doc}
+#define OTHER(var, reader, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, NULL, NULL, 0, reader, doc}
+
+static const char *const backend_words[] = {"auto", "uring", "psync", NULL};
+static const char *const flush_words[] = {"clwb", "clflushopt", "off", NULL};
+static const char *const mapped_words[] = {"on", "off", "avx512", "avx2", "sse2", "plain", NULL};
+static const char *const event_wait_words[] = {"hybrid", "spin", NULL};
+
+static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
+	[OCF_E_ENV_PATH_JSON] = TEXT("CUFILE_ENV_PATH_JSON", "/etc/cufile.json",
+				     "the configuration file, read at every driver open (a missing file it names is an "
+				     "ERROR; a missing /etc/cufile.json is not)"),
+	[OCF_E_LIBCUDA] = TEXT("OPENCUFILE_LIBCUDA", "libcuda.so.1",
+			       "the CUDA driver library loaded, once per process (the tests load the stand-in "
+			       "driver of tests/fakecuda)"),
+	[OCF_E_CPUS] = NUM("OPENCUFILE_CPUS", "", 0, 1u << 20, 0, 0,
+			   "a cap on the CPU budget every thread pool is sized from (0: none)"),
+	[OCF_E_IO_THREADS] = NUM_COMPUTED("OPENCUFILE_IO_THREADS", "", 0, 256,
+					  "one per CPU of the budget up to 16, at least execution.max_io_threads "
+					  "within the budget",
+					  0, "engine worker threads, exactly (0: none); tests and measurements"),
+	[OCF_E_PARALLEL] = NUM_COMPUTED("OPENCUFILE_PARALLEL", "", 1, 1024, "the CPU budget, at most the workers + 1",
+					0, "participants (callers and helpers) of all requests at once, at most; tests and "
+					   "measurements"),
+	[OCF_E_HELPER_SPIN_US] = NUM("OPENCUFILE_HELPER_SPIN_US", "us", 0, 100000, 0, 0,
+				     "every engine worker polls the queue this long after every job (0: only after "
+				     "the short striped reads of OPENCUFILE_STRIPE_SPIN_BELOW_KB); tests, the hang hunt"),
+	[OCF_E_CHUNK_KB] = NUM_COMPUTED("OPENCUFILE_CHUNK_KB", "KiB", 64, 1u << 20,
+					"2048, less where max_direct_io_size_kb or the largest GPU bounce-buffer slab is "
+					"smaller",
+					0, "the staging chunk of the GPUs' pools made after it is set; tests (64: small "
+					   "files pipelined)"),
+	[OCF_E_ALONE_CHUNK_KB] = NUM("OPENCUFILE_ALONE_CHUNK_KB", "KiB", 0, ENV_KIB_MAX, 256, OCF_ENV_ONCE,
+				     "a lone caller's device read without helpers that fits in three staging "
+				     "buffers is cut into up to three even chunks of at least this (0: whole)"),
+	[OCF_E_STRIPE_MIN_KB] = NUM("OPENCUFILE_STRIPE_MIN_KB", "KiB", 0, ENV_KIB_MAX, 1024, OCF_ENV_ONCE,
+				    "device reads of one caller alone from this size take the striped path"),
+	[OCF_E_STRIPE_MAX_KB] = NUM("OPENCUFILE_STRIPE_MAX_KB", "KiB", 0, ENV_KIB_MAX, 8192, OCF_ENV_ONCE,
+				    "... up to this size (0: no striped path)"),
+	[OCF_E_PIECE_KB] = NUM("OPENCUFILE_PIECE_KB", "KiB", 4, ENV_KIB_MAX, 256, OCF_ENV_ONCE,
+			       "a helper's piece of a striped read"),
+	[OCF_E_STRIPE_KB] = NUM("OPENCUFILE_STRIPE_KB", "KiB", 4, ENV_KIB_MAX, 2048, OCF_ENV_ONCE,
+				"a stripe of a striped read, copied at once (at least a piece)"),
+	[OCF_E_STRIPE_PARTICIPANTS] = NUM("OPENCUFILE_STRIPE_PARTICIPANTS", "", 1, 64, 8, OCF_ENV_ONCE,
+					  "participants of one striped read, at most"),
+	[OCF_E_STRIPE_FLUSH] = SWITCH("OPENCUFILE_STRIPE_FLUSH", 1, OCF_ENV_ONCE,
+				      "a striped read's pieces written back from the CPU's caches before their copy"),
+	[OCF_E_STRIPE_SPIN_US] = NUM("OPENCUFILE_STRIPE_SPIN_US", "us", 0, 1000, 50, OCF_ENV_ONCE,
+				     "helpers kept polling after a striped read below OPENCUFILE_STRIPE_SPIN_BELOW_KB "
+				     "(0: none)"),
+	[OCF_E_STRIPE_SPIN_BELOW_KB] = NUM("OPENCUFILE_STRIPE_SPIN_BELOW_KB", "KiB", 0, ENV_KIB_MAX, 2048,
+					   OCF_ENV_ONCE, "striped reads below this keep helpers polling after them"),
+	[OCF_E_STRIPE_SPINNERS] = NUM("OPENCUFILE_STRIPE_SPINNERS", "", 0, 63, 2, OCF_ENV_ONCE,
+				      "helpers kept polling after such a read, at most"),
+	[OCF_E_IO_BACKEND] = WORD("OPENCUFILE_IO_BACKEND", backend_words, 0, OCF_ENV_ONCE,
+				  "which system calls move staged file data: auto (io_uring for direct I/O, and for "
+				  "buffered with properties.prefer_iouring), uring, psync (pread/pwrite)"),
+	[OCF_E_BUFFERED_DIRECT] = SWITCH("OPENCUFILE_BUFFERED_DIRECT", 1, 0,
+					 "a buffered handle, at its registration, gets an O_DIRECT twin for the bytes "
+					 "the page cache does not hold (off: every buffered read is a pread)"),
+	[OCF_E_FLUSH_STAGED] = WORD("OPENCUFILE_FLUSH_STAGED", flush_words, 0, OCF_ENV_ONCE,
+				    "how staged bytes of busy reads are written back from the CPU's caches before "
+				    "their copy (clwb and clflushopt where the CPU has them, else off)"),
+	[OCF_E_FLUSH_BUSY] = NUM("OPENCUFILE_FLUSH_BUSY", "", 0, 1u << 20, 8, OCF_ENV_ONCE,
+				 "... when at least this many participants are busy"),
+	[OCF_E_FLUSH_MAX_KB] = NUM("OPENCUFILE_FLUSH_MAX_KB", "KiB", 0, ENV_KIB_MAX, 512, OCF_ENV_ONCE,
+				   "... for reads of at most this size"),
+	[OCF_E_MAPPED_READS] = WORD("OPENCUFILE_MAPPED_READS", mapped_words, 0, OCF_ENV_ONCE,
+				    "a buffered handle's cached bytes copied through the file's mapping: on (the best "
+				    "copy loop the CPU runs), off (preadv2), or one loop"),
+	[OCF_E_MAPPED_BULK] = SWITCH("OPENCUFILE_MAPPED_BULK", 1, OCF_ENV_ONCE,
+				     "bulk chunks copied through the mapping too, with ordinary stores (off: preadv2)"),
+	[OCF_E_MAPPED_WRITES] = SWITCH("OPENCUFILE_MAPPED_WRITES", 1, OCF_ENV_ONCE,
+				       "buffered writes stored through the file's mapping where they cover 2 MiB regions "
+				       "(off: pwrite)"),
+	[OCF_E_READAHEAD] = SWITCH("OPENCUFILE_READAHEAD", 1, 0,
+				   "read-ahead for one caller reading a file in order, read at driver open"),
+	[OCF_E_READAHEAD_FILLERS] = NUM("OPENCUFILE_READAHEAD_FILLERS", "", 0, 18, 0, 0,
+					"helpers filling one read-ahead window at once, a fixed bound (0: shared "
+					"among the host's processes, OPENCUFILE_READAHEAD_HOST_FILLERS)"),
+	[OCF_E_READAHEAD_HOST_FILLERS] = NUM("OPENCUFILE_READAHEAD_HOST_FILLERS", "", 0, 1024, 8, 0,
+					     "read-ahead fillers shared by the processes of one user filling at once "
+					     "(0: no sharing)"),
+	[OCF_E_HOST_SHARE_ACTIVE_MS] = NUM("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "ms", 0, 3600000, 200, 0,
+					   "a process counts as filling this long after its last stamp (0: 200)"),
+	[OCF_E_SHM_DIR] = TEXT("OPENCUFILE_SHM_DIR", "/dev/shm",
+			       "the directory of the file through which processes share read-ahead fillers"),
+	[OCF_E_PREWARM] = SWITCH("OPENCUFILE_PREWARM", 1, 0,
+				 "GPUs whose primary context is active brought up at driver open (off: at their "
+				 "first I/O)"),
+	[OCF_E_NUMA_NODE] = NUM_COMPUTED("OPENCUFILE_NUMA_NODE", "", 0, 63,
+					 "the GPU's node from sysfs, where the machine has more than one", 0,
+					 "the NUMA node staging memory is placed on; tests"),
+	[OCF_E_STAGING_REGISTER] = SWITCH("OPENCUFILE_STAGING_REGISTER", 0, 0,
+					  "staging memory mapped and pinned with cuMemHostRegister even without a "
+					  "NUMA node; tests"),
+	[OCF_E_EVENT_WAIT] = WORD("OPENCUFILE_EVENT_WAIT", event_wait_words, 0, OCF_ENV_ONCE,
+				  "how a staging copy is waited for: hybrid (short ones polled, long ones slept "
+				  "for), spin (every wait polls: no system call; a GPU test counts them)"),
+	[OCF_E_EVENT_NAP_US] = NUM("OPENCUFILE_EVENT_NAP_US", "us", 1, 1000, 20, OCF_ENV_ONCE,
+				   "the first nap of a polled copy held up behind others (they double up to 1 ms)"),
+	[OCF_E_GROUPED_COPIES] = SWITCH("OPENCUFILE_GROUPED_COPIES", 1, 0,
+					"copies handed to the driver grouped (cuMemcpyBatchAsync): the batch path's, "
+					"and several callers'"),
+	[OCF_E_CALLER_GROUPS] = SWITCH("OPENCUFILE_CALLER_GROUPS", 1, 0,
+				       "small copies of several callers grouped (a GPU's, at its bring-up)"),
+	[OCF_E_CALLER_GROUPS_BUSY] = NUM("OPENCUFILE_CALLER_GROUPS_BUSY", "", 0, 1u << 20, 10, 0,
+					 "... when at least this many participants are busy"),
+	[OCF_E_CALLER_GROUPS_GATHER_US] = NUM("OPENCUFILE_CALLER_GROUPS_GATHER_US", "us", 0, 10000, 3, 0,
+					      "how long a group's leader waits for more copies"),
+	[OCF_E_CALLER_GROUPS_QUEUES] = NUM("OPENCUFILE_CALLER_GROUPS_QUEUES", "", 1, 4, 2, 0,
+					   "queues of groups per GPU"),
+	[OCF_E_CALLER_GROUPS_NAP_US] = NUM_COMPUTED("OPENCUFILE_CALLER_GROUPS_NAP_US", "us", 0, 1000,
+						    "adaptive", 0,
+						    "a group member's nap before it polls for its copy (0: no nap)"),
+	[OCF_E_CALLER_GROUPS_NAP_EARLY] = NUM("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", "%", 1, 90, 25, 0,
+					      "the share of members the adaptive nap lets wake before their copy is "
+					      "done"),
+	[OCF_E_ASYNC_THREADS] = NUM_COMPUTED("OPENCUFILE_ASYNC_THREADS", "", 1, 256,
+					     "the CPU budget within [2, 16], at most execution.max_io_queue_depth", 0,
+					     "threads of each executor (batch, stream)"),
+	[OCF_E_BATCH_SPINNERS] = NUM_COMPUTED("OPENCUFILE_BATCH_SPINNERS", "", 0, 256,
+					      "a quarter of the CPU budget, 1 to 4", 0,
+					      "batch executor threads kept polling after a small batch's operation"),
+	[OCF_E_BATCH_SPIN_US] = NUM("OPENCUFILE_BATCH_SPIN_US", "us", 0, 1000, 50, 0,
+				    "... for this long (0: none kept awake)"),
+	[OCF_E_BATCH_WAIT_SPIN_US] = NUM("OPENCUFILE_BATCH_WAIT_SPIN_US", "us", 0, 1000, 100, 0,
+					 "cuFileBatchIOGetStatus polls this long before it sleeps (0: sleeps at once)"),
+	[OCF_E_BATCH_WORKERS] = NUM_COMPUTED("OPENCUFILE_BATCH_WORKERS", "", 1, 1u << 20,
+					     "the executor's threads", 0,
+					     "executor operations one batch submission is shared by, at most; tests"),
+	[OCF_E_BATCH_CANCEL_WAIT_MS] = NUM("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "ms", 0, 86400000, 10000, 0,
+					   "how long cuFileBatchIOCancel waits for entries already running"),
+	[OCF_E_PROFILE] = TEXT("OPENCUFILE_PROFILE", NULL,
+			       "CPU time per thread role, reported at cuFileDriverClose: 1 or on (to stderr), 0 or "
+			       "off, or a file the report is appended to; unset: profile.cpu_profile"),
+	[OCF_E_STATS_FILE] = TEXT("OPENCUFILE_STATS_FILE", NULL,
+				  "the file the statistics snapshot is written to (%p: the pid), at every level"),
+	[OCF_E_XDG_RUNTIME_DIR] = TEXT("XDG_RUNTIME_DIR", NULL,
+				       "the snapshot for gds_stats is published in its opencufile/ (unset or not "
+				       "absolute: in /tmp/opencufile-UID)"),
+	[OCF_E_GDSCHECK_ROOT] = OTHER("OPENCUFILE_GDSCHECK_ROOT", "gdscheck",
+				      "a directory /sys, /proc/driver, /proc/config.gz, /proc/kallsyms and /boot "
+				      "are read under; tests"),
+	[OCF_E_TEST_DIR] = OTHER("OPENCUFILE_TEST_DIR", "the tests",
+				 "the directory of the tests' files (not tmpfs: O_DIRECT), else the working directory"),
+	[OCF_E_LIB] = OTHER("OPENCUFILE_LIB", "the GPU scripts",
+			    "the libcufile.so.0 the GPU scripts and tests compare and expect"),
+	[OCF_E_BASE_LIB] = OTHER("OPENCUFILE_BASE_LIB", "scripts/gpu-bench.sh",
+				 "a third library measured beside ours and NVIDIA's"),
+	[OCF_E_BASE_SRC] = OTHER("OPENCUFILE_BASE_SRC", "scripts/gpu-bench.sh",
+				 "the source tree that library was built from"),
+	[OCF_E_DISABLE] = OTHER("OPENCUFILE_DISABLE", "the Python wheel",
+				"set, not empty and not 0: an interpreter starts without loading ours"),
+};
+
+const struct ocf_env_info *config_env_info(enum ocf_env e)
+{
+	return (unsigned)e < OCF_E_COUNT ? &env_rows[e] : NULL;
+}
+
+/* What is used when row r's variable is not: its default, in words. */
+static void env_default_words(const struct ocf_env_info *r, char *buf, size_t len)
+{
+	if (r->type == OCF_ENV_NUMBER && r->def_text)
+		snprintf(buf, len, "the default (%s)", r->def_text);
+	else if (r->type == OCF_ENV_NUMBER)
+		snprintf(buf, len, "%" PRIu64, r->def);
+	else if (r->type == OCF_ENV_SWITCH)
+		snprintf(buf, len, "%s", r->def ? "on" : "off");
+	else if (r->type == OCF_ENV_WORD)
+		snprintf(buf, len, "%s", r->words[r->def]);
+	else
+		snprintf(buf, len, "%s", r->def_text ? r->def_text : "nothing");
+}
+
+enum ocf_cfg_source config_env_parse(enum ocf_env e, uint64_t *v, const char **text, char *why, size_t wlen)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	const char *s = r->reader ? NULL : env_get(r->var);
+	if (wlen)
+		why[0] = '\0';
+	*v = r->def;
+	s = s && *s ? s : NULL;
+	if (text)
+		*text = s;
+	if (!s)
+		return OCF_SRC_DEFAULT;
+	char def[160];
+	env_default_words(r, def, sizeof(def));
+	switch (r->type) {
+	case OCF_ENV_NUMBER: {
+		uint64_t x;
+		const char *sp = *r->unit ? " " : "";
+		if (parse_number(s, &x) != 0) {
+			snprintf(why, wlen, "not a number in [%" PRIu64 ", %" PRIu64 "]%s%s (decimal digits); using %s",
+				 r->min, r->max, sp, r->unit, def);
+			return OCF_SRC_DEFAULT;
+		}
+		if (x < r->min || x > r->max) {
+			*v = x < r->min ? r->min : r->max;
+			snprintf(why, wlen, "outside [%" PRIu64 ", %" PRIu64 "]%s%s; using %" PRIu64, r->min, r->max, sp,
+				 r->unit, *v);
+			return OCF_SRC_ENV;
+		}
+		*v = x;
+		return OCF_SRC_ENV;
+	}
+	case OCF_ENV_SWITCH: {
+		bool b;
+		if (parse_bool_word(s, &b) != 0) {
+			snprintf(why, wlen, "not on or off (1/0, on/off, true/false, yes/no); using %s", def);
+			return OCF_SRC_DEFAULT;
+		}
+		*v = b;
+		return OCF_SRC_ENV;
+	}
+	case OCF_ENV_WORD: {
+		for (uint64_t i = 0; r->words[i]; i++)
+			if (strcasecmp(s, r->words[i]) == 0) {
+				*v = i;
+				return OCF_SRC_ENV;
+			}
+		int o = snprintf(why, wlen, "not one of");
+		for (const char *const *w = r->words; *w && o > 0 && (size_t)o < wlen; w++)
+			o += snprintf(why + o, wlen - (size_t)o, " %s", *w);
+		if (o > 0 && (size_t)o < wlen)
+			snprintf(why + o, wlen - (size_t)o, "; using %s", def);
+		return OCF_SRC_DEFAULT;
+	}
+	case OCF_ENV_TEXT:
+		return OCF_SRC_ENV;
+	}
+	return OCF_SRC_DEFAULT;
+}
+
+/* OCF_ENV_ONCE rows: 0 not read yet, else 1 + the source; then the value.
+ * Threads may race on the first read: each stores the same. */
+static _Atomic unsigned char once_state[OCF_E_COUNT];
+static _Atomic uint64_t once_value[OCF_E_COUNT];
+static atomic_bool warned[OCF_E_COUNT];
+
+static enum ocf_cfg_source env_read(enum ocf_env e, uint64_t *v)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	bool once = r->flags & OCF_ENV_ONCE;
+	if (once) {
+		unsigned st = atomic_load_explicit(&once_state[e], memory_order_acquire);
+		if (st) {
+			*v = atomic_load_explicit(&once_value[e], memory_order_relaxed);
+			return (enum ocf_cfg_source)(st - 1);
+		}
+	}
+	char why[240];
+	const char *text;
+	enum ocf_cfg_source src = config_env_parse(e, v, &text, why, sizeof(why));
+	if (why[0] && !atomic_exchange_explicit(&warned[e], true, memory_order_relaxed))
+		log_warn("environment %s=\"%.60s\": %s", r->var, text, why);
+	if (once) {
+		atomic_store_explicit(&once_value[e], *v, memory_order_relaxed);
+		atomic_store_explicit(&once_state[e], (unsigned char)(src + 1), memory_order_release);
+	}
+	return src;
+}
+
+uint64_t config_env(enum ocf_env e)
+{
+	uint64_t v;
+	env_read(e, &v);
+	return v;
+}
+
+bool config_env_given(enum ocf_env e, uint64_t *v)
+{
+	return env_read(e, v) == OCF_SRC_ENV;
+}
+
+int config_env_switch(const char *text)
+{
+	bool b;
+	return parse_bool_word(text, &b) == 0 ? b : -1;
+}
+
+const char *config_env_text(enum ocf_env e)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	const char *s = r->reader ? NULL : env_get(r->var);
+	return s && *s ? s : r->def_text;
+}
+
+void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
+		       size_t len)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	switch (r->type) {
+	case OCF_ENV_NUMBER:
+		if (src == OCF_SRC_DEFAULT && r->def_text)
+			snprintf(buf, len, "(computed)"); /* by the reader: r->def_text says how */
+		else
+			snprintf(buf, len, "%" PRIu64 "%s%s", v, *r->unit ? " " : "", r->unit);
+		break;
+	case OCF_ENV_SWITCH:
+		snprintf(buf, len, "%s", v ? "on" : "off");
+		break;
+	case OCF_ENV_WORD:
+		snprintf(buf, len, "%s", r->words[v]);
+		break;
+	case OCF_ENV_TEXT:
+		if (text || r->def_text)
+			snprintf(buf, len, "\"%s\"", text ? text : r->def_text);
+		else
+			snprintf(buf, len, "(unset)");
+		break;
+	}
+}
+
+void config_env_note_refused(struct ocf_cfg_diags *diags)
+{
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		uint64_t v;
+		const char *text;
+		char why[240];
+		config_env_parse((enum ocf_env)e, &v, &text, why, sizeof(why));
+		if (why[0])
+			diag(diags, OCF_LOG_WARN, "environment %s=\"%.60s\": %s", env_rows[e].var, text, why);
+	}
+}
+
+/* Whether a row of either table names the variable of n bytes at name. */
+static bool known_variable(const char *name, size_t n)
+{
+	for (int e = 0; e < OCF_E_COUNT; e++)
+		if (strlen(env_rows[e].var) == n && strncmp(env_rows[e].var, name, n) == 0)
+			return true;
+	for (int k = 0; k < OCF_K_COUNT; k++)
+		if (keys[k].env && strlen(keys[k].env) == n && strncmp(keys[k].env, name, n) == 0)
+			return true;
+	return false;
+}
+
+extern char **environ;
+
+void config_env_note_unknown(struct ocf_cfg_diags *diags)
+{
+	if (getauxval(AT_SECURE))
+		return;
+	for (char **p = environ; p && *p; p++) {
+		if (strncmp(*p, "OPENCUFILE_", 11) != 0)
+			continue;
+		size_t n = strcspn(*p, "=");
+		if (!known_variable(*p, n))
+			diag(diags, OCF_LOG_WARN,
+			     "environment %.*s is not a variable of this library (removed, or misspelt): ignored",
+			     (int)OCF_MIN(n, (size_t)100), *p);
+	}
+}
+
 void config_load(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 {
 	config_load_defaults(cfg);
-	const char *env_path = ocf_getenv("CUFILE_ENV_PATH_JSON");
+	const char *named = env_get(env_rows[OCF_E_ENV_PATH_JSON].var);
 	const char *path = config_file_path();
 	snprintf(cfg->file_path, sizeof(cfg->file_path), "%s", path);
 	char *text = NULL;
@@ -933,7 +1326,7 @@ void config_load(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 	if (r == 0) {
 		cfg->file_ok = config_parse_text(cfg, text, len, path, diags) == 0;
 		free(text);
-	} else if (r == -ENOENT && !(env_path && *env_path)) {
+	} else if (r == -ENOENT && !(named && *named)) {
 		/* No /etc/cufile.json: built-in defaults, as documented. */
 		cfg->file_path[0] = '\0';
 	} else {

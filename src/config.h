@@ -217,7 +217,6 @@ struct ocf_config {
 	 * small enough that the pool bounded by max_device_cache_size_kb holds
 	 * many of them. */
 	size_t staging_chunk_kb;
-	size_t io_threads;         /* engine worker threads */
 	size_t min_chunk_kb;       /* smallest piece a request is split into */
 
 	/* Where each value came from (enum ocf_cfg_source), by key. */
@@ -378,6 +377,166 @@ void config_live_set_bool(enum ocf_cfg_key k, bool v);
 size_t config_get_size(const struct ocf_config *cfg, enum ocf_cfg_key k);
 bool config_get_bool(const struct ocf_config *cfg, enum ocf_cfg_key k);
 const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k);
+
+/* ------------------------------------------------ environment settings
+ *
+ * The settings that are environment variables only.  With the key table
+ * (whose rows name the variable that overrides them, `env`) they are every
+ * setting: each variable the library reads is either a key's `env` or a
+ * row here, and a variable named OPENCUFILE_* that is neither is logged as
+ * unknown at the first driver open (config_env_note_unknown).  Rows whose
+ * reader is not NULL belong to the project's other programs (gdscheck, the
+ * tests, the scripts, the Python wheel): the library never reads them and
+ * knows them only so as not to call them unknown.  gdscheck prints every
+ * row with its value and source; scripts/settings-check.sh checks that
+ * docs/configuration.md documents every row and that no variable is read
+ * outside this table.
+ *
+ * Every variable is parsed one way, by its row's type: numbers are decimal
+ * digits only (a sign, a suffix, spaces or hexadecimal are not numbers),
+ * switches 1/0, on/off, true/false, yes/no, words one of the row's words
+ * (case-insensitive), text as given.  A value that is not of the row's type
+ * is not used: the default is; a number outside the row's range is used at
+ * the nearest end of it.  Either is logged once per process, as a WARN
+ * naming the value, what the row accepts and what is used instead.
+ *
+ * Each variable is read when its reader asks (at driver open, when a pool
+ * or a GPU is set up, at each call), as it always was; rows marked
+ * OCF_ENV_ONCE are read at the first ask and kept for the process's life.
+ */
+enum ocf_env {
+	OCF_E_ENV_PATH_JSON,
+	OCF_E_LIBCUDA,
+	OCF_E_CPUS,
+	/* the engine */
+	OCF_E_IO_THREADS,
+	OCF_E_PARALLEL,
+	OCF_E_HELPER_SPIN_US,
+	OCF_E_CHUNK_KB,
+	OCF_E_ALONE_CHUNK_KB,
+	/* the striped path */
+	OCF_E_STRIPE_MIN_KB,
+	OCF_E_STRIPE_MAX_KB,
+	OCF_E_PIECE_KB,
+	OCF_E_STRIPE_KB,
+	OCF_E_STRIPE_PARTICIPANTS,
+	OCF_E_STRIPE_FLUSH,
+	OCF_E_STRIPE_SPIN_US,
+	OCF_E_STRIPE_SPIN_BELOW_KB,
+	OCF_E_STRIPE_SPINNERS,
+	/* the file side */
+	OCF_E_IO_BACKEND,
+	OCF_E_BUFFERED_DIRECT,
+	OCF_E_FLUSH_STAGED,
+	OCF_E_FLUSH_BUSY,
+	OCF_E_FLUSH_MAX_KB,
+	OCF_E_MAPPED_READS,
+	OCF_E_MAPPED_BULK,
+	OCF_E_MAPPED_WRITES,
+	/* read-ahead */
+	OCF_E_READAHEAD,
+	OCF_E_READAHEAD_FILLERS,
+	OCF_E_READAHEAD_HOST_FILLERS,
+	OCF_E_HOST_SHARE_ACTIVE_MS,
+	OCF_E_SHM_DIR,
+	/* GPUs, staging and copies */
+	OCF_E_PREWARM,
+	OCF_E_NUMA_NODE,
+	OCF_E_STAGING_REGISTER,
+	OCF_E_EVENT_WAIT,
+	OCF_E_EVENT_NAP_US,
+	OCF_E_GROUPED_COPIES,
+	OCF_E_CALLER_GROUPS,
+	OCF_E_CALLER_GROUPS_BUSY,
+	OCF_E_CALLER_GROUPS_GATHER_US,
+	OCF_E_CALLER_GROUPS_QUEUES,
+	OCF_E_CALLER_GROUPS_NAP_US,
+	OCF_E_CALLER_GROUPS_NAP_EARLY,
+	/* batches and streams */
+	OCF_E_ASYNC_THREADS,
+	OCF_E_BATCH_SPINNERS,
+	OCF_E_BATCH_SPIN_US,
+	OCF_E_BATCH_WAIT_SPIN_US,
+	OCF_E_BATCH_WORKERS,
+	OCF_E_BATCH_CANCEL_WAIT_MS,
+	/* reports */
+	OCF_E_PROFILE,
+	OCF_E_STATS_FILE,
+	OCF_E_XDG_RUNTIME_DIR,
+	/* the project's other programs (reader set) */
+	OCF_E_GDSCHECK_ROOT,
+	OCF_E_TEST_DIR,
+	OCF_E_LIB,
+	OCF_E_BASE_LIB,
+	OCF_E_BASE_SRC,
+	OCF_E_DISABLE,
+	OCF_E_COUNT
+};
+
+enum ocf_env_type {
+	OCF_ENV_NUMBER, /* decimal digits, used within [min, max] */
+	OCF_ENV_SWITCH, /* 1/0, on/off, true/false, yes/no */
+	OCF_ENV_WORD,   /* one of words[] */
+	OCF_ENV_TEXT,   /* any text (a path) */
+};
+
+#define OCF_ENV_ONCE 1u /* read at the first ask, kept for the process's life */
+
+/* One row of the environment table. */
+struct ocf_env_info {
+	const char *var;
+	enum ocf_env_type type;
+	const char *unit;    /* NUMBER: "KiB", "us", "ms" or "" */
+	uint64_t min, max;   /* NUMBER: the range a value is used within */
+	uint64_t def;        /* NUMBER: the default; SWITCH: 1 on, 0 off; WORD: index in words */
+	/* NUMBER: a default the reader computes, in words (def is then
+	 * unused: config_env_given says whether the variable gives a value);
+	 * TEXT: the default text, or NULL for none. */
+	const char *def_text;
+	const char *const *words; /* WORD */
+	unsigned flags;           /* OCF_ENV_* */
+	const char *reader;       /* NULL: the library; else who reads it */
+	const char *doc;          /* what it does, one line */
+};
+
+const struct ocf_env_info *config_env_info(enum ocf_env e);
+
+/* What row e's variable says now (the environment is read, nothing is
+ * logged, nothing is kept): *v its value (NUMBER: in the row's unit,
+ * within its range; SWITCH: 0 or 1; WORD: the word's index; TEXT: 0) or
+ * the row's default, *text the variable's text (NULL when unset or empty).
+ * Returns OCF_SRC_ENV when the variable gives the value, OCF_SRC_DEFAULT
+ * when it is unset, empty or refused; a refused or clamped value's message
+ * is written to why (otherwise why is ""). */
+enum ocf_cfg_source config_env_parse(enum ocf_env e, uint64_t *v, const char **text, char *why, size_t wlen);
+
+/* The library's readers.  The value of row e (its default when the
+ * variable is unset, empty or refused); a refused or clamped value is
+ * logged once.  OCF_ENV_ONCE rows are read at the first call only. */
+uint64_t config_env(enum ocf_env e);
+/* For a NUMBER row whose default its reader computes: whether the variable
+ * gives a value (in range, or clamped into it), and the value in *v. */
+bool config_env_given(enum ocf_env e, uint64_t *v);
+/* A TEXT row's text, or its default when unset or empty (NULL: none). */
+const char *config_env_text(enum ocf_env e);
+
+/* Formats what config_env_parse gave for row e (v, text, source) as
+ * gdscheck shows it: "256 KiB", "on", "auto", "\"/dev/shm\"", or
+ * "(computed)" for a default its reader computes. */
+void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
+		       size_t len);
+/* Appends one WARN per library variable whose value is refused or clamped
+ * (the message config_env logs when the library reads it). */
+void config_env_note_refused(struct ocf_cfg_diags *diags);
+
+/* How a switch's text reads (1/0, on/off, true/false, yes/no): 1 on, 0
+ * off, -1 neither (a TEXT row that takes a switch or a file name). */
+int config_env_switch(const char *text);
+
+/* Appends one WARN per variable named OPENCUFILE_* in the environment that
+ * no row of either table names (a variable removed, or misspelt); nothing
+ * in a set-uid or set-gid process, which reads no environment. */
+void config_env_note_unknown(struct ocf_cfg_diags *diags);
 
 /* Formats the value of key k as JSON-like text into buf. */
 void config_format_value(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len);

@@ -176,6 +176,13 @@ void config_apply_at_open(void)
 {
 	struct ocf_cfg_diags *d = calloc(1, sizeof(*d));
 	config_load(&ocf_cfg, d);
+	/* Variables named OPENCUFILE_* that no setting has (a removed one, a
+	 * typo): said once per process, at its first open. */
+	static bool unknown_noted;
+	if (d && !unknown_noted) {
+		config_env_note_unknown(d);
+		unknown_noted = true;
+	}
 	pthread_mutex_lock(&stage_lock);
 	overlay_staged_locked(&ocf_cfg);
 	base_valid = false;

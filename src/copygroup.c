@@ -26,8 +26,9 @@
  * on a machine with more threads than CPUs) and take over the leading
  * when it ends with requests still queued.  Before it takes the queue a
  * leader waits up to 3 us (OPENCUFILE_CALLER_GROUPS_GATHER_US) for a full
- * group (OPENCUFILE_CALLER_GROUPS_FILL=d, an experiment: only until
- * busy / (d x queues) are queued); groups otherwise form only while a
+ * group (waiting only until a share of the busy participants was queued
+ * was measured and not kept, docs/benchmarks.md); groups otherwise form
+ * only while a
  * leader is busy in the driver - exactly when copies contend.  A request
  * found alone is handed back to its thread, which queues it as before
  * (CG_ALONE).  Only while at least 10 participants are busy in the engine
@@ -83,8 +84,7 @@
  * at most one copy waiting per staging buffer, so a pool of one event per
  * lane buffer never runs dry; if it did, the requests would be handed back
  * (CG_ALONE).  Groups are polled for (gpu_event_wait with at most 1 MiB as
- * the budget), not slept for in the driver, unless every wait sleeps
- * (OPENCUFILE_EVENT_WAIT=sleep: the events are made BLOCKING_SYNC).
+ * the budget), not slept for in the driver.
  *
  * Ordering: the set's streams are blocking streams of the same primary
  * context as every member's lane stream, so each copy is ordered with the
@@ -116,6 +116,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "cuda_loader.h"
 #include "internal.h"
 #include "log.h"
@@ -130,8 +131,6 @@
 #define CG_NAP_START_NS 20000
 #define CG_NAP_MIN_NS 2000
 #define CG_NAP_MAX_NS 1000000
-/* Members (in %) it lets wake before their copy is done. */
-#define CG_NAP_EARLY 25
 
 struct ocf_copy_group {
 	CUevent ev;
@@ -183,7 +182,6 @@ struct ocf_copy_groups {
 	int nqueues;
 	int busy_min;
 	uint64_t gather_ns; /* a leader waits this long for a fuller group */
-	int fill_div;	    /* ... or until busy / (fill_div x nqueues) are queued (0: CG_MAX) */
 	bool nap_adapts;       /* false: nap_ns is fixed (OPENCUFILE_CALLER_GROUPS_NAP_US) */
 	int nap_early;	       /* % of members the adaptive nap lets wake before their copy is done */
 	char pad2[64];	       /* nap_ns, written by every member, apart */
@@ -215,17 +213,7 @@ static void nap_seen(uint64_t ns)
 }
 #endif
 
-static int env_int(const char *name, int def)
-{
-	const char *v = ocf_getenv(name);
-	return v && *v ? atoi(v) : def;
-}
-
-bool cg_form_available(void)
-{
-	const char *g = ocf_getenv("OPENCUFILE_GROUPED_COPIES");
-	return ocf_cu.MemcpyBatchAsync && !(g && !strcmp(g, "0"));
-}
+bool cg_form_available(void) { return ocf_cu.MemcpyBatchAsync && config_env(OCF_E_GROUPED_COPIES); }
 
 CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t k, CUstream stream)
 {
@@ -234,35 +222,30 @@ CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t
 	return ocf_cu.MemcpyBatchAsync(dst, src, len, k, &attr, &attr_idx, 1, stream);
 }
 
-struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
+struct ocf_copy_groups *cg_create(int n)
 {
-	if (n <= 0 || !cg_form_available() || env_int("OPENCUFILE_CALLER_GROUPS", 1) == 0)
+	if (n <= 0 || !cg_form_available() || !config_env(OCF_E_CALLER_GROUPS))
 		return NULL;
 	struct ocf_copy_groups *cg = calloc(1, sizeof(*cg) + (size_t)n * sizeof(cg->groups[0]));
 	if (!cg)
 		return NULL;
 	pthread_mutex_init(&cg->free_mu, NULL);
 	atomic_init(&cg->on, true);
-	cg->busy_min = env_int("OPENCUFILE_CALLER_GROUPS_BUSY", 10);
-	/* Bounded: a leader's wait holds up every member of its queue. */
-	int gather_us = env_int("OPENCUFILE_CALLER_GROUPS_GATHER_US", 3);
-	gather_us = gather_us < 0 ? 0 : gather_us > 10000 ? 10000 : gather_us;
-	cg->gather_ns = (uint64_t)gather_us * 1000;
-	cg->fill_div = env_int("OPENCUFILE_CALLER_GROUPS_FILL", 0);
-	cg->fill_div = cg->fill_div < 0 ? 0 : cg->fill_div > 64 ? 64 : cg->fill_div;
-	int nap_us = env_int("OPENCUFILE_CALLER_GROUPS_NAP_US", -1);
-	cg->nap_adapts = nap_us < 0;
-	cg->nap_early = env_int("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", CG_NAP_EARLY);
-	cg->nap_early = cg->nap_early < 1 ? 1 : cg->nap_early > 90 ? 90 : cg->nap_early;
-	nap_us = nap_us > CG_NAP_MAX_NS / 1000 ? CG_NAP_MAX_NS / 1000 : nap_us;
-	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : (uint64_t)nap_us * 1000);
+	cg->busy_min = (int)config_env(OCF_E_CALLER_GROUPS_BUSY);
+	/* Bounded (at most 10 ms): a leader's wait holds up every member of
+	 * its queue. */
+	cg->gather_ns = config_env(OCF_E_CALLER_GROUPS_GATHER_US) * 1000;
+	uint64_t nap_us = 0; /* at most 1000: CG_NAP_MAX_NS */
+	cg->nap_adapts = !config_env_given(OCF_E_CALLER_GROUPS_NAP_US, &nap_us);
+	cg->nap_early = (int)config_env(OCF_E_CALLER_GROUPS_NAP_EARLY);
+	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : nap_us * 1000);
 	for (int i = 0; i < CG_STREAMS; i++) {
 		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
 			break;
 		cg->nstreams++;
 	}
 	/* Never more queues than streams. */
-	cg->nqueues = env_int("OPENCUFILE_CALLER_GROUPS_QUEUES", 2);
+	cg->nqueues = (int)config_env(OCF_E_CALLER_GROUPS_QUEUES);
 	if (cg->nqueues > cg->nstreams)
 		cg->nqueues = cg->nstreams;
 	if (cg->nqueues < 1)
@@ -272,7 +255,7 @@ struct ocf_copy_groups *cg_create(int n, bool sleeping_events)
 		atomic_init(&cg->queues[i].leading, false);
 		atomic_init(&cg->queues[i].queued, 0);
 	}
-	unsigned flags = CU_EVENT_DISABLE_TIMING | (sleeping_events ? CU_EVENT_BLOCKING_SYNC : 0);
+	unsigned flags = CU_EVENT_DISABLE_TIMING;
 	for (int i = 0; cg->nstreams && i < n; i++) {
 		struct ocf_copy_group *grp = &cg->groups[cg->n];
 		if (ocf_cu.EventCreate(&grp->ev, flags) != CUDA_SUCCESS)
@@ -398,13 +381,9 @@ static void submit(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_re
 
 /* Called with cq->mu held and cq->leading just set by this thread; returns
  * with it released, once `mine` is settled. */
-static void lead(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req *mine, int busy)
+static void lead(struct ocf_copy_groups *cg, struct cg_queue *cq, struct cg_req *mine)
 {
 	int want = CG_MAX;
-	if (cg->fill_div > 0) {
-		want = busy / (cg->fill_div * cg->nqueues);
-		want = want < 2 ? 2 : want > CG_MAX ? CG_MAX : want;
-	}
 	for (;;) {
 		if (cg->gather_ns) {
 			/* Let more requests join, while fewer than a group are queued. */
@@ -506,8 +485,8 @@ static void member_nap(struct ocf_copy_groups *cg, struct cg_queue *cq, struct c
 	}
 }
 
-enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,
-		       bool nap_ok, CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
+enum cg_result cg_copy(struct ocf_copy_groups *cg, CUdeviceptr dst, const void *src, size_t n, bool nap_ok,
+		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err)
 {
 	struct cg_req r = {.dst = dst, .src = src, .n = n};
 	atomic_init(&r.state, REQ_PENDING);
@@ -521,7 +500,7 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, co
 	atomic_fetch_add_explicit(&cq->queued, 1, memory_order_relaxed);
 	if (!atomic_load_explicit(&cq->leading, memory_order_relaxed)) {
 		atomic_store_explicit(&cq->leading, true, memory_order_relaxed);
-		lead(cg, cq, &r, busy);
+		lead(cg, cq, &r);
 	} else {
 		pthread_mutex_unlock(&cq->mu);
 		if (nap_ok)
@@ -536,7 +515,7 @@ enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, co
 			if (atomic_load_explicit(&r.state, memory_order_acquire) == REQ_PENDING &&
 			    !atomic_load_explicit(&cq->leading, memory_order_relaxed)) {
 				atomic_store_explicit(&cq->leading, true, memory_order_relaxed);
-				lead(cg, cq, &r, busy);
+				lead(cg, cq, &r);
 			} else {
 				pthread_mutex_unlock(&cq->mu);
 			}

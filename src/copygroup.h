@@ -30,11 +30,10 @@ CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t
 
 /* Makes the groups of a context, with it current: `n` events (at least as
  * many as copies that can wait at once: a group in flight has at least one
- * member's copy), slept for when `sleeping_events` (OPENCUFILE_EVENT_WAIT=
- * sleep), and the streams the groups go on.  NULL when grouping is off
+ * member's copy), polled for, and the streams the groups go on.  NULL when grouping is off
  * (OPENCUFILE_GROUPED_COPIES=0, OPENCUFILE_CALLER_GROUPS=0), the driver
  * lacks cuMemcpyBatchAsync, or nothing could be made. */
-struct ocf_copy_groups *cg_create(int n, bool sleeping_events);
+struct ocf_copy_groups *cg_create(int n);
 /* No copy may be in flight; the context current if it can be (the events
  * and streams are destroyed by handle either way). */
 void cg_destroy(struct ocf_copy_groups *cg);
@@ -50,14 +49,13 @@ enum cg_result {
 
 /* Queues the copy of n bytes from pinned src to dst, with other threads'
  * copies where several are waiting at once, on one of the set's blocking
- * streams, with the context current; `busy` is the engine's participants
- * (cg_wanted's).  `nap_ok`: the caller has nothing to do but wait for this
+ * streams, with the context current (cg_wanted said to try).  `nap_ok`: the caller has nothing to do but wait for this
  * copy (the copy is its request's only chunk), so it may sleep for it
  * (copygroup.c, "Napping"); otherwise it returns as soon as the copy is
  * queued, to read its next chunk meanwhile.  For CG_GROUPED, *ev, *grp and
  * *wait_bytes (the wait's polling budget) are set. */
-enum cg_result cg_copy(struct ocf_copy_groups *cg, int busy, CUdeviceptr dst, const void *src, size_t n,
-		       bool nap_ok, CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err);
+enum cg_result cg_copy(struct ocf_copy_groups *cg, CUdeviceptr dst, const void *src, size_t n, bool nap_ok,
+		       CUevent *ev, struct ocf_copy_group **grp, size_t *wait_bytes, CUresult *err);
 /* After a failed wait for the group's event: waits for the stream the group
  * went on, so that no copy of it can still land (CUDA_SUCCESS), or says it
  * cannot be known. */

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "internal.h"
 #include "log.h"
 
@@ -249,13 +250,7 @@ void ocf_cpu_budget_read(struct ocf_cpu_budget *b, const char *root)
 		b->quota = q1;
 		snprintf(b->quota_from, sizeof(b->quota_from), "%s", f1);
 	}
-	const char *env = ocf_getenv("OPENCUFILE_CPUS");
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-		if (!*end && v > 0)
-			b->cap = v;
-	}
+	b->cap = (long)config_env(OCF_E_CPUS);
 	b->budget = b->online;
 	b->limited_by = "online CPUs";
 	if (b->affinity > 0 && b->affinity < b->budget) {

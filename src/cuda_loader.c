@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "config.h"
 #include "internal.h"
 #include "log.h"
 
@@ -27,9 +28,7 @@ static int device_count;
 
 static void load_driver(void)
 {
-	const char *path = ocf_getenv("OPENCUFILE_LIBCUDA");
-	if (!path || !*path)
-		path = "libcuda.so.1";
+	const char *path = config_env_text(OCF_E_LIBCUDA);
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		log_info("CUDA driver not loaded (%s): host memory only", dlerror());

@@ -85,8 +85,8 @@ static bool running, shutting_down;
 
 /* Helpers that stay awake after a job: a worker that has just finished a
  * job whose spin_ns is set (a lone caller's short striped read, stripe.c),
- * or any job when OPENCUFILE_HELPER_SPIN_US sets helper_spin_ns (an
- * experiment), polls `queue_nonempty` that long before it sleeps on q_cv,
+ * or any job when OPENCUFILE_HELPER_SPIN_US sets helper_spin_ns (tests),
+ * polls `queue_nonempty` that long before it sleeps on q_cv,
  * while fewer than the job's spin_cap workers poll, so a caller that issues its next
  * request at once finds helpers that start in well under a microsecond
  * instead of the ~15 us (p50) a sleeping thread takes to run once woken
@@ -266,18 +266,16 @@ static void *worker_main(void *arg)
  * use only take turns on them.  NVIDIA's stock value (4) sizes its own
  * compatible-mode pool and would starve this engine, so it is a lower
  * bound here, within the budget.  OPENCUFILE_IO_THREADS sets the number
- * exactly (0: no helpers; experiments). */
+ * exactly (0: no helpers; tests). */
 static int configured_threads(void)
 {
 	long budget = ocf_cpu_budget();
 	long n = OCF_MIN(budget, 16);
 	if (n < (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS))
 		n = OCF_MIN((long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS), budget);
-	if (ocf_cfg.io_threads)
-		n = (long)ocf_cfg.io_threads;
-	const char *env = ocf_getenv("OPENCUFILE_IO_THREADS");
-	if (env && *env)
-		n = strtol(env, NULL, 10);
+	uint64_t given;
+	if (config_env_given(OCF_E_IO_THREADS, &given))
+		n = (long)given;
 	if (n < 0)
 		n = 0;
 	if (n > 256)
@@ -305,30 +303,23 @@ static int pool_start(void)
 				break;
 			nworkers++;
 		}
-		min_chunk_bytes = ocf_env_kb("OPENCUFILE_MIN_CHUNK_KB", ocf_cfg.min_chunk_kb);
+		min_chunk_bytes = ocf_cfg.min_chunk_kb * 1024;
 		/* Participants at once: one per CPU of the budget up to the
 		 * pool's size; of one request: execution.max_request_parallelism
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
-		 * OPENCUFILE_PARALLEL / OPENCUFILE_REQUEST_PARALLEL override
-		 * them (experiments). */
+		 * OPENCUFILE_PARALLEL overrides the first (tests). */
 		parallel_max = (int)OCF_MIN(ocf_cpu_budget(), (long)nworkers + 1);
-		const char *env = ocf_getenv("OPENCUFILE_PARALLEL");
-		if (env && *env)
-			parallel_max = atoi(env);
+		uint64_t given;
+		if (config_env_given(OCF_E_PARALLEL, &given))
+			parallel_max = (int)given;
 		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM)
 				  ? (int)OCF_MIN(OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM), 256)
 				  : nworkers + 1;
-		env = ocf_getenv("OPENCUFILE_REQUEST_PARALLEL");
-		if (env && *env)
-			request_max = atoi(env);
 		if (parallel_max < 1)
 			parallel_max = 1;
 		if (request_max < 1)
 			request_max = 1;
-		helper_spin_ns = 0;
-		env = ocf_getenv("OPENCUFILE_HELPER_SPIN_US");
-		if (env && *env)
-			helper_spin_ns = (uint64_t)OCF_MIN(strtoull(env, NULL, 10), 100000ull) * 1000;
+		helper_spin_ns = config_env(OCF_E_HELPER_SPIN_US) * 1000;
 		running = true;
 		log_debug("engine: %d worker thread(s), at most %d participants at once and %d per request, "
 			  "chunks of "
@@ -550,8 +541,7 @@ static CUresult read_copy(const struct ocf_job *job, struct ocf_lane *lane, int 
 		struct ocf_copy_groups *cg = gpu_copy_groups(io->t.gpu);
 		if (cg_wanted(cg, busy)) {
 			CUresult err = CUDA_SUCCESS;
-			switch (cg_copy(cg, busy, io->t.dev + at, src, n, job->nchunks == 1, &p->ev, &p->grp, &p->bytes,
-					&err)) {
+			switch (cg_copy(cg, io->t.dev + at, src, n, job->nchunks == 1, &p->ev, &p->grp, &p->bytes, &err)) {
 			case CG_GROUPED:
 				return CUDA_SUCCESS;
 			case CG_FAILED:

@@ -60,6 +60,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "cpu_features.h"
 #include "fault.h"
 #include "filemap.h"
 #include "gpu.h"
@@ -950,33 +952,18 @@ static pthread_once_t flush_once = PTHREAD_ONCE_INIT;
 
 static void flush_read_cfg(void)
 {
-	flush_cfg.mode = FLUSH_OFF;
-	flush_cfg.busy = 8;
-	flush_cfg.max = (size_t)512 << 10;
-#if defined(__x86_64__)
-	const char *env = ocf_getenv("OPENCUFILE_FLUSH_STAGED");
-	unsigned a, b, c, d;
-	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
-	unsigned ebx7 = 0;
-	if (a >= 7) {
-		__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-		ebx7 = b;
-	}
-	bool clwb = ebx7 & (1u << 24), clflushopt = ebx7 & (1u << 23);
-	/* Valgrind cannot run either instruction (SIGILL, valgrind 3.19). */
-	if (ocf_under_valgrind())
-		clwb = clflushopt = false;
-	if (!env || !*env || !strcmp(env, "clwb"))
-		flush_cfg.mode = clwb ? FLUSH_CLWB : FLUSH_OFF;
-	else if (!strcmp(env, "clflushopt"))
-		flush_cfg.mode = clflushopt ? FLUSH_CLFLUSHOPT : FLUSH_OFF;
-	else if (strcmp(env, "off"))
-		log_warn("OPENCUFILE_FLUSH_STAGED=%s: not off, clwb or clflushopt; off", env);
-#endif
-	const char *v = ocf_getenv("OPENCUFILE_FLUSH_BUSY");
-	if (v && *v)
-		flush_cfg.busy = atoi(v);
-	flush_cfg.max = ocf_env_kb("OPENCUFILE_FLUSH_MAX_KB", flush_cfg.max / 1024);
+	/* In the order of OPENCUFILE_FLUSH_STAGED's words (config.c). */
+	static const int asked[] = {FLUSH_CLWB, FLUSH_CLFLUSHOPT, FLUSH_OFF};
+	const struct ocf_cpu_features *cpu = ocf_cpu_features();
+	int want = asked[config_env(OCF_E_FLUSH_STAGED)];
+	if (want == FLUSH_CLWB && cpu->clwb)
+		flush_cfg.mode = FLUSH_CLWB;
+	else if (want == FLUSH_CLFLUSHOPT && cpu->clflushopt)
+		flush_cfg.mode = FLUSH_CLFLUSHOPT;
+	else
+		flush_cfg.mode = FLUSH_OFF;
+	flush_cfg.busy = (int)config_env(OCF_E_FLUSH_BUSY);
+	flush_cfg.max = (size_t)config_env(OCF_E_FLUSH_MAX_KB) * 1024;
 	static const char *const names[] = {"off", "clflushopt", "clwb"};
 	log_debug("staged write-back: %s, with at least %d copies busy, of reads up to %zu KiB",
 		  names[flush_cfg.mode], flush_cfg.busy, flush_cfg.max / 1024);

@@ -105,6 +105,8 @@
 #include <immintrin.h>
 #endif
 
+#include "config.h"
+#include "cpu_features.h"
 #include "fault.h"
 #include "internal.h"
 #include "log.h"
@@ -209,33 +211,27 @@ static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static void read_cfg(void)
 {
-	const char *env = ocf_getenv("OPENCUFILE_MAPPED_READS");
+	/* OPENCUFILE_MAPPED_READS's words (config.c): on, off, avx512, avx2,
+	 * sse2, plain. */
+	enum { WANT_BEST, WANT_OFF, WANT_AVX512, WANT_AVX2, WANT_SSE2, WANT_PLAIN };
+	int want = (int)config_env(OCF_E_MAPPED_READS);
 	cfg.on = true;
-	cfg.writes = !ocf_env_off("OPENCUFILE_MAPPED_WRITES");
-	cfg.bulk = !ocf_env_off("OPENCUFILE_MAPPED_BULK");
+	cfg.writes = config_env(OCF_E_MAPPED_WRITES) != 0;
+	cfg.bulk = config_env(OCF_E_MAPPED_BULK) != 0;
 	cfg.copy = copy_plain;
 	cfg.name = "plain";
-	if (ocf_env_off("OPENCUFILE_MAPPED_READS")) {
+	if (want == WANT_OFF) {
 		cfg.on = false;
 		log_debug("mapped reads: off (OPENCUFILE_MAPPED_READS)");
 		return;
 	}
-	const char *want = env && *env && strcmp(env, "1") && strcmp(env, "on") ? env : "best";
-	if (strcmp(want, "best") && strcmp(want, "avx512") && strcmp(want, "avx2") && strcmp(want, "sse2") &&
-	    strcmp(want, "plain")) {
-		log_warn("OPENCUFILE_MAPPED_READS=%s: not on, off, avx512, avx2, sse2 or plain; on", env);
-		want = "best";
-	}
 #if defined(__x86_64__)
-	/* Valgrind runs neither AVX-512 nor, in every version, AVX2 streaming
-	 * stores. */
-	bool vg = ocf_under_valgrind();
-	bool avx512 = !vg && __builtin_cpu_supports("avx512f"), avx2 = !vg && __builtin_cpu_supports("avx2");
-	if ((!strcmp(want, "best") || !strcmp(want, "avx512")) && avx512)
+	const struct ocf_cpu_features *cpu = ocf_cpu_features();
+	if ((want == WANT_BEST || want == WANT_AVX512) && cpu->avx512f)
 		cfg.copy = copy_avx512, cfg.name = "avx512";
-	else if ((!strcmp(want, "best") || !strcmp(want, "avx512") || !strcmp(want, "avx2")) && avx2)
+	else if ((want == WANT_BEST || want == WANT_AVX512 || want == WANT_AVX2) && cpu->avx2)
 		cfg.copy = copy_avx2, cfg.name = "avx2";
-	else if (strcmp(want, "plain"))
+	else if (want != WANT_PLAIN)
 		cfg.copy = copy_sse2, cfg.name = "sse2";
 #endif
 	log_debug("mapped reads: on, %s copies; bulk chunks %s", cfg.name,

@@ -84,7 +84,9 @@ static void pool_init(struct ocf_pool *p, struct ocf_gpu *gpu)
 	p->gpu = gpu;
 	/* Chunks of 4 MiB unless max_direct_io_size_kb asks for less. */
 	p->chunk = OCF_MIN(ocf_cfg.staging_chunk_kb, OCF_EFF(OCF_K_MAX_DIRECT_IO_SIZE_KB)) * 1024;
-	p->chunk = ocf_env_kb("OPENCUFILE_CHUNK_KB", p->chunk / 1024); /* tuning experiments */
+	uint64_t chunk_kb;
+	if (config_env_given(OCF_E_CHUNK_KB, &chunk_kb)) /* tests */
+		p->chunk = (size_t)chunk_kb * 1024;
 	if (p->chunk < 65536)
 		p->chunk = 65536;
 	/* The POSIX pool slabs are NVIDIA's bounce-buffer budget in its
@@ -121,9 +123,9 @@ int pool_lanes(struct ocf_pool *p)
  * OPENCUFILE_NUMA_NODE forces a node (tests and experiments). */
 static int gpu_numa_node(CUdevice dev)
 {
-	const char *forced = ocf_getenv("OPENCUFILE_NUMA_NODE");
-	if (forced && *forced)
-		return atoi(forced);
+	uint64_t forced;
+	if (config_env_given(OCF_E_NUMA_NODE, &forced))
+		return (int)forced;
 	char online[64] = "", bus[32], path[96];
 	FILE *f = fopen("/sys/devices/system/node/online", "re");
 	if (f) {
@@ -163,8 +165,7 @@ static int gpu_numa_node(CUdevice dev)
 static int pin_arena(struct ocf_gpu *g, size_t *size, size_t room, void **mem, bool *registered)
 {
 	*registered = false;
-	const char *env = ocf_getenv("OPENCUFILE_STAGING_REGISTER"); /* tests, experiments */
-	if (g->numa_node < 0 && !(env && *env == '1'))
+	if (g->numa_node < 0 && !config_env(OCF_E_STAGING_REGISTER)) /* tests */
 		goto hostalloc;
 	/* Whole huge pages where the pool's bound leaves room for them. */
 	size_t len = OCF_ALIGN_UP(*size, (size_t)HUGE_PAGE);
@@ -363,8 +364,7 @@ static int lane_create(struct ocf_pool *p, struct ocf_lane **out)
 		 * legacy-stream work waits for them, the ordering a synchronous
 		 * cudaMemcpy would give.  Registered memory is ordered with the
 		 * application's synchronous copies through SYNC_MEMOPS too. */
-		const char *nb = ocf_getenv("OPENCUFILE_STREAM_NONBLOCKING"); /* tuning experiments */
-		CUresult cr = ocf_cu.StreamCreate(&l->stream, nb && *nb == '1' ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT);
+		CUresult cr = ocf_cu.StreamCreate(&l->stream, CU_STREAM_DEFAULT);
 		if (cr != CUDA_SUCCESS) {
 			log_error("stream creation failed: %s", cuda_error_name(cr));
 			l->stream = NULL;
@@ -708,8 +708,8 @@ void gpu_teardown_all(void)
  * microseconds of wake-up).  Before that, one cuEventQuery: in the staged
  * pipeline a buffer is waited for only when it is needed again, two copies
  * later, and then its copy is usually done.  A copy that takes
- * microseconds (a 4 KiB, 64 KiB or 1 MiB read; at most OPENCUFILE_SPIN_KB,
- * 1 MiB by default) is polled instead, for a bounded time: a sleep and a
+ * microseconds (a 4 KiB, 64 KiB or 1 MiB read; at most SPIN_BYTES) is
+ * polled instead, for a bounded time: a sleep and a
  * wake-up would double a 4 KiB read's latency, and cost 16 threads of
  * 1 MiB reads 7 % of their throughput on the H100 machine (256 KiB was the
  * bound then).
@@ -718,31 +718,20 @@ void gpu_teardown_all(void)
  * BLOCKING_SYNC (the driver's default policy spins while the process has
  * fewer busy threads than CPUs): the engine's workers then spent about 4 x
  * the user CPU per GB of NVIDIA's library spinning on copies that take
- * hundreds of microseconds (docs/benchmarks.md).  OPENCUFILE_EVENT_WAIT=spin
- * brings it back for measurements, =sleep never polls.  The profile
- * (profile.h) counts each wait by how it ended. */
-enum ev_mode { EV_HYBRID, EV_SPIN, EV_SLEEP };
+ * hundreds of microseconds (docs/benchmarks.md; so did sleeping on every
+ * copy, never polling, measured there too).  OPENCUFILE_EVENT_WAIT=spin
+ * brings the old wait back: events without BLOCKING_SYNC, whose waits make
+ * no system call (a GPU test counts the system calls of transfers).  The
+ * profile (profile.h) counts each wait by how it ended. */
+enum ev_mode { EV_HYBRID, EV_SPIN };
 
-static int ev_mode(void)
-{
-	static int v = -1;
-	int cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	if (cur < 0) {
-		const char *env = ocf_getenv("OPENCUFILE_EVENT_WAIT");
-		cur = !env || !*env ? EV_HYBRID : !strcmp(env, "spin") ? EV_SPIN : !strcmp(env, "sleep") ? EV_SLEEP
-												 : EV_HYBRID;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
-}
+/* OPENCUFILE_EVENT_WAIT's words (config.c) in this order. */
+static int ev_mode(void) { return (int)config_env(OCF_E_EVENT_WAIT); }
 
 bool lane_events_sleep(void) { return ev_mode() != EV_SPIN; }
 
-static size_t spin_bytes(void)
-{
-	static size_t cache = (size_t)-1;
-	return ocf_env_kb_once("OPENCUFILE_SPIN_KB", 1024, &cache);
-}
+/* Copies of at most this are polled (see above). */
+#define SPIN_BYTES ((size_t)1 << 20)
 
 /* Polling budget for a copy of `bytes`: its transfer at 10 GB/s (a
  * conservative share of PCIe) plus 30 us of latency. */
@@ -756,24 +745,12 @@ static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 
  * waiting on it (one batch of 128 scattered 64 KiB entries 2-12 % faster on
  * the H200 machine, docs/benchmarks.md).  The other waits keep the slack:
  * by the clock, one caller's 1 MiB reads (whose read-ahead fillers wait so)
- * went 2-6 % slower.  OPENCUFILE_EVENT_NAP_LOOSE=1 gives the batch waits
- * the slack too, for measurements. */
-static uint64_t first_nap_ns(void)
-{
-	static size_t cache = (size_t)-1;
-	size_t us = ocf_env_num_once("OPENCUFILE_EVENT_NAP_US", 20, &cache);
-	return (uint64_t)OCF_MIN(OCF_MAX(us, (size_t)1), (size_t)1000) * 1000u;
-}
-
-static bool nap_loose(void)
-{
-	static size_t cache = (size_t)-1;
-	return ocf_env_num_once("OPENCUFILE_EVENT_NAP_LOOSE", 0, &cache) != 0;
-}
+ * went 2-6 % slower. */
+static uint64_t first_nap_ns(void) { return config_env(OCF_E_EVENT_NAP_US) * 1000u; }
 
 CUevent gpu_lane_event(const struct ocf_lane *l, int j, size_t bytes)
 {
-	if (ev_mode() == EV_HYBRID && bytes <= spin_bytes() && l->ev_poll[j])
+	if (ev_mode() == EV_HYBRID && bytes <= SPIN_BYTES && l->ev_poll[j])
 		return l->ev_poll[j];
 	return l->ev[j];
 }
@@ -789,7 +766,7 @@ static CUresult event_wait(CUevent ev, size_t bytes, bool prompt)
 	}
 	watchdog_wait_begin("staged I/O", -1, -1, "a staging copy to or from the GPU to finish");
 	enum prof_wait how = PROF_WAIT_SLEEP;
-	if (mode == EV_HYBRID && bytes <= spin_bytes()) {
+	if (mode == EV_HYBRID && bytes <= SPIN_BYTES) {
 		/* A short copy (its event is a polled one, gpu_lane_event):
 		 * poll for about its transfer time, then, should it be held up
 		 * (queued behind other work), keep polling with sleeps that
@@ -801,7 +778,7 @@ static CUresult event_wait(CUevent ev, size_t bytes, bool prompt)
 				ocf_cpu_relax();
 			r = ocf_cu.EventQuery(ev);
 		} while (r == CUDA_ERROR_NOT_READY && ocf_now_ns() - start < budget);
-		bool loose = !prompt || nap_loose();
+		bool loose = !prompt;
 		for (uint64_t ns = first_nap_ns(); r == CUDA_ERROR_NOT_READY; ns = ns < 1000000 ? ns * 2 : ns) {
 			how = PROF_WAIT_SLEEP;
 			if (loose)
@@ -883,7 +860,7 @@ int gpu_bringup(struct ocf_gpu *g)
 			pthread_mutex_lock(&p->lock);
 			int lanes = p->created;
 			pthread_mutex_unlock(&p->lock);
-			__atomic_store_n(&g->groups, cg_create(lanes * OCF_LANE_DEPTH, ev_mode() == EV_SLEEP),
+			__atomic_store_n(&g->groups, cg_create(lanes * OCF_LANE_DEPTH),
 					 __ATOMIC_RELEASE);
 			cuda_ctx_pop();
 		}
@@ -937,9 +914,8 @@ static int active_gpu(int d, struct ocf_gpu **out)
 void gpu_prewarm_start(int lanes)
 {
 	/* OPENCUFILE_PREWARM=0: GPUs are brought up at their first I/O. */
-	const char *env = ocf_getenv("OPENCUFILE_PREWARM");
 	target_lanes = OCF_MAX(lanes, FIRST_ARENA_LANES);
-	if (!cuda_available() || lanes <= 0 || (env && *env == '0'))
+	if (!cuda_available() || lanes <= 0 || !config_env(OCF_E_PREWARM))
 		return;
 	for (int d = 0; d < cuda_device_count(); d++) {
 		struct ocf_gpu *g;

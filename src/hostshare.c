@@ -58,6 +58,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "internal.h"
 #include "log.h"
 
@@ -73,7 +74,6 @@
 /* A slot stale for this long may be taken over (its process died without
  * giving it back). */
 #define HS_RECLAIM_MS 10000ull
-#define HS_FILLERS_DEFAULT 8
 
 #define HS_TIME_BITS 40
 #define HS_TIME_MASK ((1ull << HS_TIME_BITS) - 1)
@@ -148,10 +148,10 @@ static bool map_table(void)
 		return s > 0;
 	}
 	s = -1;
-	const char *dir = ocf_getenv("OPENCUFILE_SHM_DIR");
+	const char *dir = config_env_text(OCF_E_SHM_DIR);
 	char path[512];
 	table_len = OCF_ALIGN_UP(sizeof(struct hs_table), 4096);
-	snprintf(path, sizeof(path), "%s/opencufile-readahead-v%u-%u", dir && *dir ? dir : "/dev/shm", HS_VERSION,
+	snprintf(path, sizeof(path), "%s/opencufile-readahead-v%u-%u", dir, HS_VERSION,
 		 (unsigned)geteuid());
 	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	struct stat st;
@@ -263,9 +263,8 @@ int hs_fill_bound(void)
 
 void hs_start(void)
 {
-	size_t f = ocf_env_num("OPENCUFILE_READAHEAD_HOST_FILLERS", HS_FILLERS_DEFAULT);
-	fillers = (int)OCF_MIN(f, (size_t)1024);
-	active_ms = OCF_MIN(ocf_env_num("OPENCUFILE_HOST_SHARE_ACTIVE_MS", HS_ACTIVE_MS), (size_t)HS_CAP_MS);
+	fillers = (int)config_env(OCF_E_READAHEAD_HOST_FILLERS);
+	active_ms = config_env(OCF_E_HOST_SHARE_ACTIVE_MS);
 	if (!active_ms)
 		active_ms = HS_ACTIVE_MS;
 	/* A token of this open: pid and time mixed (processes of other pid

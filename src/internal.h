@@ -121,30 +121,4 @@ static inline void ocf_futex_wake(_Atomic uint32_t *w, int n)
 	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* Reads an environment variable the way a library should: not at all in
- * set-uid/set-gid processes. */
-const char *ocf_getenv(const char *name);
-
-/* Whether the process runs under valgrind, which passes the host's CPUID
- * through but cannot run every instruction it reports (clwb, AVX-512, some
- * AVX2 streaming stores): it always preloads its core. */
-bool ocf_under_valgrind(void);
-
-/* An environment variable in KiB (decimal digits, at most 2^30), as bytes;
- * unset or empty: def_kb; anything else is logged as a warning and def_kb
- * is used. */
-size_t ocf_env_kb(const char *name, size_t def_kb);
-/* The same for a plain number (a count, microseconds). */
-size_t ocf_env_num(const char *name, size_t def);
-/* Whether an on/off environment variable says off ("off" or "0"); unset
- * or anything else: on. */
-bool ocf_env_off(const char *name);
-/* ocf_env_kb, read at the first call and kept in *cache, which starts as
- * (size_t)-1.  Threads may race on the first call: each stores the same
- * value. */
-size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache);
-/* ocf_env_num, read once in the same way. */
-size_t ocf_env_num_once(const char *name, size_t def, size_t *cache);
-
-
 #endif /* OCF_INTERNAL_H_ */

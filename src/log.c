@@ -7,7 +7,10 @@
  * opened O_APPEND|O_NOFOLLOW with mode 0644 (never world-writable, never
  * through a symlink planted in its place).  Each line is formatted into a
  * stack buffer and written with one write(2) under log_lock, so lines from
- * many threads do not interleave and a close never races a write.  The level is an atomic int read on every ocf_log() call.
+ * many threads do not interleave and a close never races a write.  The
+ * level is an atomic int read on every ocf_log() call.  Level and file are
+ * the configuration's (config_stage.c, log_set): this file reads no
+ * environment.
  */
 #define _GNU_SOURCE
 #include "log.h"
@@ -41,68 +44,6 @@ static int log_fd = -1;
 static bool log_open_failed;
 static char log_path[PATH_MAX];
 
-const char *ocf_getenv(const char *name) { return secure_getenv(name); }
-
-bool ocf_under_valgrind(void)
-{
-	const char *pre = getenv("LD_PRELOAD");
-	return pre && strstr(pre, "vgpreload");
-}
-
-/* Decimal digits up to 2^30, else def (a warning names what was wanted). */
-static size_t env_number(const char *name, size_t def, const char *what)
-{
-	const char *v = ocf_getenv(name);
-	if (!v || !*v)
-		return def;
-	char *end;
-	int saved = errno;
-	unsigned long long n = strtoull(v, &end, 10); /* ULLONG_MAX on overflow */
-	errno = saved;
-	if (*v < '0' || *v > '9' || *end || n > (1ull << 30)) {
-		log_warn("%s=%s is not %s: %zu used", name, v, what, def);
-		return def;
-	}
-	return (size_t)n;
-}
-
-size_t ocf_env_kb(const char *name, size_t def_kb)
-{
-	return env_number(name, def_kb, "a size in KiB") * 1024;
-}
-
-size_t ocf_env_num(const char *name, size_t def)
-{
-	return env_number(name, def, "a number");
-}
-
-bool ocf_env_off(const char *name)
-{
-	const char *e = ocf_getenv(name);
-	return e && (!strcmp(e, "off") || !strcmp(e, "0"));
-}
-
-/* read(name, def), kept in *cache after the first call. */
-static size_t env_once(size_t (*read)(const char *, size_t), const char *name, size_t def, size_t *cache)
-{
-	size_t cur = __atomic_load_n(cache, __ATOMIC_RELAXED);
-	if (cur == (size_t)-1) {
-		cur = read(name, def);
-		__atomic_store_n(cache, cur, __ATOMIC_RELAXED); /* idempotent */
-	}
-	return cur;
-}
-
-size_t ocf_env_kb_once(const char *name, size_t def_kb, size_t *cache)
-{
-	return env_once(ocf_env_kb, name, def_kb, cache);
-}
-
-size_t ocf_env_num_once(const char *name, size_t def, size_t *cache)
-{
-	return env_once(ocf_env_num, name, def, cache);
-}
-
 int log_level_from_name(const char *name)
 {
 	if (!name)
@@ -123,35 +64,6 @@ const char *log_level_name(int level)
 }
 
 int log_current_level(void) { return atomic_load_explicit(&cur_level, memory_order_relaxed); }
-
-void log_configure(const char *level_name, const char *log_dir)
-{
-	int level = log_level_from_name(ocf_getenv("CUFILE_LOGGING_LEVEL"));
-	if (level < 0)
-		level = log_level_from_name(level_name);
-	if (level < 0)
-		level = OCF_LOG_ERROR;
-	atomic_store_explicit(&cur_level, level, memory_order_relaxed);
-
-	char path[PATH_MAX];
-	const char *env = ocf_getenv("CUFILE_LOGFILE_PATH");
-	if (env && *env)
-		snprintf(path, sizeof(path), "%s", env);
-	else if (log_dir && *log_dir)
-		snprintf(path, sizeof(path), "%s/cufile.log", log_dir);
-	else
-		snprintf(path, sizeof(path), "cufile.log");
-
-	pthread_mutex_lock(&log_lock);
-	if (strcmp(path, log_path) != 0) {
-		if (log_fd >= 0)
-			close(log_fd);
-		log_fd = -1;
-		log_open_failed = false;
-		snprintf(log_path, sizeof(log_path), "%s", path);
-	}
-	pthread_mutex_unlock(&log_lock);
-}
 
 void log_set(int level, const char *path)
 {

@@ -15,13 +15,10 @@ enum ocf_log_level {
 	OCF_LOG_TRACE,
 };
 
-/* Level and destination come from CUFILE_LOGGING_LEVEL / CUFILE_LOGFILE_PATH,
- * else from the configuration (level ERROR, file cufile.log in the log
- * directory or the working directory).  log_configure() may be called again
- * when the configuration changes; the file is opened at the first line. */
-void log_configure(const char *level_name, const char *log_dir);
 /* Sets level and file exactly (the configuration has already merged the
- * environment and the parameter setters); used by the driver at open. */
+ * environment and the parameter setters); used by the driver at open.
+ * Until then: level ERROR, cufile.log in the working directory; the file
+ * is opened at the first line. */
 void log_set(int level, const char *path);
 int log_level_from_name(const char *name); /* -1 if unknown */
 const char *log_level_name(int level);

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "cpu_budget.h"
 #include "internal.h"
 
@@ -135,10 +136,10 @@ static void thread_cpu(uint64_t *user, uint64_t *sys)
 
 void prof_configure(bool from_config)
 {
-	const char *env = ocf_getenv("OPENCUFILE_PROFILE");
+	const char *env = config_env_text(OCF_E_PROFILE);
 	bool on = from_config;
-	if (env && *env)
-		on = strcmp(env, "0") != 0;
+	if (env)
+		on = config_env_switch(env) != 0; /* on, or a file */
 	if (on)
 		opened_ns = mono_ns();
 	__atomic_store_n(&prof_enabled, on, __ATOMIC_RELAXED);
@@ -334,10 +335,10 @@ void prof_report(void)
 {
 	if (!on())
 		return;
-	const char *env = ocf_getenv("OPENCUFILE_PROFILE");
+	const char *env = config_env_text(OCF_E_PROFILE);
 	FILE *f = stderr;
 	bool close_it = false;
-	if (env && *env && strcmp(env, "1") != 0 && strcmp(env, "0") != 0) {
+	if (env && config_env_switch(env) < 0) { /* a file */
 		FILE *g = fopen(env, "ae");
 		if (g) {
 			f = g;

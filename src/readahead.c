@@ -63,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "cuda_loader.h"
 #include "engine.h"
 #include "fileio.h"
@@ -840,8 +841,8 @@ static void ra_reclaim(struct ocf_pool *pool)
 
 void ra_start(void)
 {
-	bool on = !ocf_env_off("OPENCUFILE_READAHEAD");
-	fill_max = (int)OCF_MIN(ocf_env_num("OPENCUFILE_READAHEAD_FILLERS", 0), (size_t)RA_SLOTS_MAX);
+	bool on = config_env(OCF_E_READAHEAD) != 0;
+	fill_max = (int)OCF_MIN(config_env(OCF_E_READAHEAD_FILLERS), (uint64_t)RA_SLOTS_MAX);
 	hs_start();
 	engine_set_read_hook(on ? ra_read : NULL);
 	pool_set_reclaim(on ? ra_reclaim : NULL);

@@ -172,8 +172,8 @@ static void removed_stale(pid_t pid, void *arg)
 
 void stats_publish_start(void)
 {
-	const char *p = ocf_getenv("OPENCUFILE_STATS_FILE");
-	enum pub_mode m = p && *p ? PUB_PATH : ocf_cfg.cufile_stats > 0 ? PUB_DEFAULT : PUB_NONE;
+	const char *p = config_env_text(OCF_E_STATS_FILE);
+	enum pub_mode m = p ? PUB_PATH : ocf_cfg.cufile_stats > 0 ? PUB_DEFAULT : PUB_NONE;
 	if (m == PUB_NONE)
 		return;
 	static bool exit_hook;
@@ -185,7 +185,7 @@ void stats_publish_start(void)
 		return;
 	}
 	if (m == PUB_DEFAULT) {
-		const char *x = ocf_getenv("XDG_RUNTIME_DIR");
+		const char *x = config_env_text(OCF_E_XDG_RUNTIME_DIR);
 		snprintf(where, sizeof(where), "%s", x && x[0] == '/' ? x : "");
 	}
 	mode = m;

@@ -108,23 +108,15 @@ static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static void cfg_read(void)
 {
-	cfg.min_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MIN_KB", 1024);
-	cfg.max_bytes = ocf_env_kb("OPENCUFILE_STRIPE_MAX_KB", 8192);
-	cfg.piece = OCF_MAX(ocf_env_kb("OPENCUFILE_PIECE_KB", 256), (size_t)4096);
-	cfg.stripe = OCF_MAX(ocf_env_kb("OPENCUFILE_STRIPE_KB", 2048), cfg.piece);
-	cfg.participants = 8;
-	const char *f = ocf_getenv("OPENCUFILE_STRIPE_FLUSH");
-	cfg.flush = !(f && !strcmp(f, "0"));
-	const char *v = ocf_getenv("OPENCUFILE_STRIPE_PARTICIPANTS");
-	if (v && *v)
-		cfg.participants = atoi(v);
-	if (cfg.participants < 1)
-		cfg.participants = 1;
-	if (cfg.participants > 64)
-		cfg.participants = 64;
-	cfg.spin_ns = (uint64_t)OCF_MIN(ocf_env_num("OPENCUFILE_STRIPE_SPIN_US", 50), (size_t)1000) * 1000;
-	cfg.spin_below_bytes = ocf_env_kb("OPENCUFILE_STRIPE_SPIN_BELOW_KB", 2048);
-	cfg.spinners = (int)OCF_MIN(ocf_env_num("OPENCUFILE_STRIPE_SPINNERS", 2), (size_t)63);
+	cfg.min_bytes = (size_t)config_env(OCF_E_STRIPE_MIN_KB) * 1024;
+	cfg.max_bytes = (size_t)config_env(OCF_E_STRIPE_MAX_KB) * 1024;
+	cfg.piece = (size_t)config_env(OCF_E_PIECE_KB) * 1024;
+	cfg.stripe = OCF_MAX((size_t)config_env(OCF_E_STRIPE_KB) * 1024, cfg.piece);
+	cfg.participants = (int)config_env(OCF_E_STRIPE_PARTICIPANTS);
+	cfg.flush = config_env(OCF_E_STRIPE_FLUSH) != 0;
+	cfg.spin_ns = config_env(OCF_E_STRIPE_SPIN_US) * 1000;
+	cfg.spin_below_bytes = (size_t)config_env(OCF_E_STRIPE_SPIN_BELOW_KB) * 1024;
+	cfg.spinners = (int)config_env(OCF_E_STRIPE_SPINNERS);
 }
 
 const struct stripe_cfg *stripe_config(void)

@@ -42,14 +42,9 @@ enum ocf_io_backend uring_backend(void)
 	static int mode = -1;
 	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
 	if (m < 0) {
-		const char *env = ocf_getenv("OPENCUFILE_IO_BACKEND");
-		m = OCF_IO_AUTO;
-		if (env && strcmp(env, "psync") == 0)
-			m = OCF_IO_PSYNC;
-		else if (env && strcmp(env, "uring") == 0)
-			m = OCF_IO_URING;
-		else if (env && *env && strcmp(env, "auto") != 0)
-			log_warn("OPENCUFILE_IO_BACKEND=%s is not auto, uring or psync: using auto", env);
+		/* OPENCUFILE_IO_BACKEND's words (config.c): auto, uring, psync. */
+		static const enum ocf_io_backend asked[] = {OCF_IO_AUTO, OCF_IO_URING, OCF_IO_PSYNC};
+		m = (int)asked[config_env(OCF_E_IO_BACKEND)];
 		__atomic_store_n(&mode, m, __ATOMIC_RELAXED);
 	}
 	/* The environment variable, when set, wins; otherwise

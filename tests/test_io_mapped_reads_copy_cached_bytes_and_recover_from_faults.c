@@ -133,10 +133,10 @@ static void require_mapped_reads(const char *path)
 		T_SKIP("no cachestat here (%s): reads never copy through the mapping", strerror(e));
 }
 
-/* "bulk": one participant per request (OPENCUFILE_REQUEST_PARALLEL=1; a
- * lone caller's request takes a helper all the same), so that three callers
- * of split requests (16 MiB), started together, are more than twice a
- * request's participants whenever all three are in a read, helpers or not
+/* "bulk": one participant per request (execution.max_request_parallelism
+ * 1; a lone caller's request takes a helper all the same), so that three
+ * callers of split requests (16 MiB), started together, are more than twice
+ * a request's participants whenever all three are in a read, helpers or not
  * (on a loaded machine a helper may join late or never: two callers and a
  * helper were not always enough): their chunks are bulk (fileio.h,
  * fio_bulk_reads), copied through the mapping with ordinary stores, or left
@@ -161,7 +161,7 @@ static void *bulk_reader(void *arg)
 
 static int bulk_main(void)
 {
-	setenv("OPENCUFILE_REQUEST_PARALLEL", "1", 1);
+	T_CUFILE_OK(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM, 1));
 	unsetenv("OPENCUFILE_MAPPED_READS"); /* the best copy: streaming, on x86 */
 	t_cuda_require();
 	const char *path = t_make_pattern_file(BULK_LEN, 0);

@@ -12,7 +12,8 @@
  *                      verdict per GPU on the direct path (direct_route.c):
  *                      which route could DMA from storage into it, or the
  *                      first missing prerequisite.
- *   gdscheck -k        lists every configuration key as a Markdown table.
+ *   gdscheck -k        lists every setting as Markdown tables: the keys, then
+ *                      the environment variables (docs/configuration.md).
  *   gdscheck -s FILE   prints a statistics snapshot written by a process
  *                      running with OPENCUFILE_STATS_FILE=FILE (see
  *                      src/stats_file.h; stats_report.c, shared with
@@ -81,8 +82,7 @@ static struct dr_mounts rdma_mounts;
 static void check_gpus(void)
 {
 	printf("\nGPUs\n");
-	const char *lib = getenv("OPENCUFILE_LIBCUDA");
-	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(config_env_text(OCF_E_LIBCUDA), RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		printf("  no CUDA driver (%s): host-memory mode\n", dlerror());
 		return;
@@ -353,6 +353,8 @@ static void check_config(void)
 	}
 	config_load(cfg, d);
 	config_note_effective(cfg, d); /* values kept as set that the library uses otherwise */
+	config_env_note_refused(d);    /* variables the library will not take as set */
+	config_env_note_unknown(d);    /* variables named OPENCUFILE_* it does not know */
 	printf("\nConfiguration\n");
 	if (cfg->file_path[0])
 		printf("  file: %s (%s)\n", cfg->file_path, cfg->file_ok ? "read" : "with errors");
@@ -370,6 +372,19 @@ static void check_config(void)
 		bool inert = strncmp(ki->drives, "accepted", 8) == 0;
 		printf("  %-44s %-30s %s%s\n", ki->path, v, config_source_name((enum ocf_cfg_source)cfg->source[k]),
 		       inert ? " (reported only)" : "");
+	}
+	/* The settings that are environment variables only (the library's). */
+	printf("  %-44s %-30s %s\n", "environment variable", "value", "source");
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		const struct ocf_env_info *ei = config_env_info((enum ocf_env)e);
+		if (ei->reader)
+			continue;
+		uint64_t val;
+		const char *text;
+		char why[240], v[160];
+		enum ocf_cfg_source src = config_env_parse((enum ocf_env)e, &val, &text, why, sizeof(why));
+		config_env_format((enum ocf_env)e, val, text, src, v, sizeof(v));
+		printf("  %-44s %-30s %s\n", ei->var, v, config_source_name(src));
 	}
 	free(cfg);
 	free(d);
@@ -430,6 +445,45 @@ static void refusal_words(enum ocf_cfg_key k, char *buf, size_t len)
 	bits_words(r->prop, "property setter: ", buf, len, o);
 }
 
+/* The environment table as Markdown, for docs/configuration.md. */
+static void print_env_table(void)
+{
+	static const char *const type_names[] = {"number", "switch", "word", "text"};
+	printf("| variable | type | default | range | read by | what it does |\n");
+	printf("| --- | --- | --- | --- | --- | --- |\n");
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		const struct ocf_env_info *ei = config_env_info((enum ocf_env)e);
+		char def[160], range[128] = "", type[32];
+		snprintf(type, sizeof(type), "%s", type_names[ei->type]);
+		if (ei->type == OCF_ENV_NUMBER && *ei->unit)
+			snprintf(type, sizeof(type), "number (%s)", ei->unit);
+		if (ei->reader)
+			def[0] = '\0';
+		else if (ei->type == OCF_ENV_NUMBER && ei->def_text)
+			snprintf(def, sizeof(def), "%s", ei->def_text); /* computed: in words */
+		else if (ei->type == OCF_ENV_NUMBER)
+			snprintf(def, sizeof(def), "`%llu`", (unsigned long long)ei->def);
+		else if (ei->type == OCF_ENV_TEXT)
+			snprintf(def, sizeof(def), ei->def_text ? "`%s`" : "unset", ei->def_text);
+		else
+			snprintf(def, sizeof(def), "`%s`", ei->type == OCF_ENV_SWITCH ? (ei->def ? "on" : "off")
+										: ei->words[ei->def]);
+		if (ei->type == OCF_ENV_NUMBER)
+			snprintf(range, sizeof(range), "%llu .. %llu", (unsigned long long)ei->min,
+				 (unsigned long long)ei->max);
+		else if (ei->type == OCF_ENV_SWITCH)
+			snprintf(range, sizeof(range), "on, off");
+		else if (ei->type == OCF_ENV_WORD) {
+			int o = 0;
+			for (const char *const *w = ei->words; *w && o < (int)sizeof(range) - 1; w++)
+				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *w);
+		}
+		printf("| `%s` | %s | %s | %s | %s | %s |\n", ei->var, type, def, range,
+		       ei->reader ? ei->reader : ei->flags & OCF_ENV_ONCE ? "the library, once" : "the library",
+		       ei->doc);
+	}
+}
+
 /* The key table as Markdown, for docs/configuration.md. */
 static void print_key_table(void)
 {
@@ -452,8 +506,11 @@ static void print_key_table(void)
 				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *c);
 		}
 		refusal_words((enum ocf_cfg_key)k, refused, sizeof(refused));
+		char env[64] = "";
+		if (ki->env)
+			snprintf(env, sizeof(env), "`%s`", ki->env);
 		printf("| `%s` | %s | `%s` | %s | %s | %s | %s |\n", ki->path, type_names[ki->type], v, range, refused,
-		       ki->env ? ki->env : "", ki->drives);
+		       env, ki->drives);
 	}
 }
 
@@ -461,7 +518,8 @@ static void usage(FILE *to)
 {
 	fprintf(to, "usage: gdscheck [-p] [-a]    platform check (-a: list pseudo file systems too)\n"
 		    "       gdscheck -s FILE      print a statistics file (OPENCUFILE_STATS_FILE)\n"
-		    "       gdscheck -k           list every configuration key (Markdown)\n");
+		    "       gdscheck -k           list every setting: the keys, then the environment variables "
+		    "(Markdown)\n");
 }
 
 int main(int argc, char **argv)
@@ -479,6 +537,8 @@ int main(int argc, char **argv)
 			return print_stats_file(optarg);
 		case 'k':
 			print_key_table();
+			printf("\n");
+			print_env_table();
 			return 0;
 		case 'h':
 			usage(stdout);
