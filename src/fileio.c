@@ -758,7 +758,7 @@ static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct 
 static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off_t off,
 			    const struct fio_wprep *prep)
 {
-	if (!h->wmap || n < MAPPED_WRITE_MIN)
+	if (!h->wmap || n < MAPPED_WRITE_MIN || (prep && !prep->stores))
 		return NOT_MAPPED;
 	const off_t R = (off_t)FMAP_FOLIO_MAX;
 	off_t end = off + (off_t)n;
@@ -812,12 +812,27 @@ void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep
 	*p = (struct fio_wprep){.size = -1, .req_end = end, .held_off = end};
 	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD || (!h->wmap && !h->odirect) || n < MAPPED_WRITE_MIN)
 		return;
+	/* A buffered write that starts no 2 MiB region of the file early
+	 * enough can store nothing (write_mapped): it is written as without
+	 * the mapping, one pwrite a piece - a KV cache's 64 KiB blocks, 1 MiB
+	 * calls at odd MiB offsets - with no system call more. */
+	const off_t R = (off_t)FMAP_FOLIO_MAX;
+	bool wmap = h->wmap && OCF_ALIGN_UP(off, R) + (off_t)MAPPED_WRITE_MIN <= end;
+	if (!wmap && !h->odirect)
+		return;
 	off_t size;
 	if (size_of(h->fd, &size) != 0)
 		return;
 	p->size = size;
+	/* Stores only into the regions it writes whole, and past end of file
+	 * up to its end. */
+	if (wmap && (end >= size ? end : OCF_ALIGN_DOWN(end, R)) - OCF_ALIGN_UP(off, R) < (off_t)MAPPED_WRITE_MIN)
+		wmap = false;
+	if (!wmap && !h->odirect)
+		return;
+	p->stores = wmap;
 	/* The request's last bytes wait for the end (fio_write_end). */
-	if (h->wmap) {
+	if (wmap) {
 		p->tail_off = OCF_MAX(off, end - (off_t)sizeof(p->tail));
 		p->tail_len = (size_t)(end - p->tail_off);
 	}
@@ -828,7 +843,7 @@ void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep
 	 * for themselves. */
 	off_t lo = OCF_MAX(off, size);
 	bool inside_ready = false;
-	if (h->wmap && off < size) {
+	if (wmap && off < size) {
 		enum inside in = inside_state(h->fd, off, (size_t)(OCF_MIN(end, size) - off));
 		inside_ready = in == INSIDE_READY;
 		if (in == INSIDE_HOLE)

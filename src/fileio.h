@@ -115,6 +115,7 @@ struct fio_wprep {
 	off_t size;
 	off_t req_end; /* where the request ends */
 	off_t ready_lo, ready_hi;
+	bool stores; /* its pieces may store through the mapping (else: pwrite) */
 	/* A buffered handle's request: its last bytes [tail_off, req_end)
 	 * (tail_len > 0, at most 4 KiB) are written once every piece is done,
 	 * by fio_write_end: the call that signals the whole write to readers

@@ -1009,8 +1009,9 @@ static const struct not_applicable not_applicable[] = {
 	{"cachestat ", FB | FA, VALL, BALL, false,
 	 "the cached prefix is measured for buffered reads of 64 KiB or more; batch and stream sessions use "
 	 "O_DIRECT"},
-	{"cachestat ", FW, V_DEV_SMALL | V_DEV_DIRECT | V_HOST_DIRECT | V_HOST_MMAP, BALL, false,
-	 "only a buffered write of 64 KiB or more asks whether the pages it overwrites are cached"},
+	{"cachestat ", FW, VALL, BALL, false,
+	 "only a buffered write that starts a 2 MiB region of the file asks whether the pages it overwrites are "
+	 "cached: these are smaller or O_DIRECT (test_write_mapped_stores_keep_pwrite_semantics)"},
 	{"preadv2 ", FBR | FHR, VALL, BALL, false, REG_ONLY},
 	{"preadv2 ", FDO, VALL, BU, false,
 	 "under uring a range the page cache holds whole is one buffered ring transfer, not a copy"},
@@ -1043,9 +1044,9 @@ static const struct not_applicable not_applicable[] = {
 	 "buffered twin"},
 	{"statx ", FR | FBR, VALL, BALL, false,
 	 "statx runs at registration of an O_DIRECT descriptor, before the fault"},
-	{"statx ", FW, V_DEV_SMALL, BALL, false,
-	 "a write under 64 KiB is one pwrite: the file's size is asked (statx) only before the pieces of a larger "
-	 "one"},
+	{"statx ", FW, V_DEV_SMALL | V_HOST_BUF | V_DEV_BUF, BALL, false,
+	 "a buffered write that starts no 2 MiB region of the file is written as without the mapping: the "
+	 "file's size is asked (statx) only before the pieces of an O_DIRECT one or one that may store"},
 	{"fstat ", FW | FBR | FB | FA, VALL, BALL, false,
 	 "fstat runs at registration, before the fault, and before a read in place (a write asks statx)"},
 	{"fstat ", FR, V_DEV | V_HOST_DIRECT | V_HOST_BUF, BALL, false,
