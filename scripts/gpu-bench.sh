@@ -69,7 +69,8 @@
 #   recorded.  GPU_BENCH_TP_GPUS overrides the number of GPUs (default:
 #   nvidia-smi's count; 1 without it); any number works, 1 included.
 #   GPU_BENCH_DRYRUN=1: tiny sizes, one repetition, ours only, no cache drops,
-#   no udev changes - to check the script's logic on a machine without a GPU
+#   no udev changes, quick ceilings (ceilings -q) - to check the script's logic
+#   on a machine without a GPU
 #   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
 #
 # The plan check: before a workload runs, its row is checked - a warm row
@@ -489,6 +490,7 @@ drvopen() {
 ceilings() {
 	local args=("$@")
 	((DROP)) || args+=(-n)
+	[ "$DRY" = 1 ] && args+=(-q) # small, short copies: the dry run checks the logic, not the figures
 	timeout -k 3 "$(($(left) > 20 ? $(left) : 20))" "$CEILINGS" "${args[@]}" >"$RUNOUT" 2>&1 &
 	CHILD=$!
 	wait "$CHILD"
