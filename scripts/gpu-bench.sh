@@ -384,10 +384,11 @@ run_gdsio() {
 	return 0
 }
 
-# median min max of a list of numbers ("" if empty)
+# median min max of a list of numbers ("" if empty); one awk that sorts the
+# few values itself (the table calls this hundreds of times)
 stats() {
-	printf '%s\n' $1 | grep -E '^[0-9.]+$' | sort -g |
-		awk '{a[NR] = $1} END {if (!NR) exit; m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m, a[1], a[NR]}'
+	printf '%s\n' $1 | awk '/^[0-9.]+$/ {v = $1 + 0; i = n++; while (i > 0 && a[i] + 0 > v) {a[i + 1] = a[i]; i--} a[i + 1] = $1}
+		END {if (!n) exit; m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2; print m, a[1], a[n]}'
 }
 
 wanted() {
