@@ -16,7 +16,7 @@ demo=$root/build/tools/cufile_demo
 if [ -x "$demo" ]; then
 	echo "demo: bringing $root/build up to date"
 else
-	echo "demo: first run: building opencufile in $root/build (about 20 s on 2 cores)..."
+	echo "demo: first run: building opencufile in $root/build (10-20 s on 2 cores)..."
 fi
 mkdir -p "$root/build"
 log=$root/build/demo-build.log
