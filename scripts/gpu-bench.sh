@@ -81,7 +81,8 @@
 #   recorded.  GPU_BENCH_TP_GPUS overrides the number of GPUs (default:
 #   nvidia-smi's count; 1 without it); any number works, 1 included.
 #   GPU_BENCH_DRYRUN=1: tiny sizes, one repetition, ours only, no cache drops,
-#   no udev changes - to check the script's logic on a machine without a GPU
+#   no udev changes, quick ceilings (ceilings -q) - to check the script's logic
+#   on a machine without a GPU
 #   (set OPENCUFILE_LIBCUDA to tests/fakecuda's libcuda.so.1 there).
 #
 # The plan check: before a workload runs, its row is checked - a warm row
@@ -390,20 +391,25 @@ run_gdsio() {
 		return 1
 	fi
 	((rep == 0)) && return 0
+	# The first value after each "name:" of the Extra lines, read in one pass
+	# (an awk per metric cost seconds of a dry run).
+	local -A ex=()
+	local k
+	while read -r k v; do [ -n "${ex[$k]+set}" ] || ex[$k]=$v; done < <(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i ~ /.:$/) print $i, $(i + 1)}' "$RUNOUT")
 	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB overlap io_GB_per_sec io_GB_per_sec_with_kernel \
 		batch_avg_usecs batch_p50_usecs batch_p99_usecs; do
-		v=$(awk -v k="$m:" '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i == k) print $(i + 1)}' "$RUNOUT" | head -1)
-		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} $v"
+		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} ${ex[$m:]:-}"
 	done
 	v=$(sed -n 's/.*Avg_Latency: \([0-9.]*\) usecs.*/\1/p' "$RUNOUT" | head -1)
 	V[$id|$lib|avg_usecs]="${V[$id|$lib|avg_usecs]:-} $v"
 	return 0
 }
 
-# median min max of a list of numbers ("" if empty)
+# median min max of a list of numbers ("" if empty); one awk that sorts the
+# few values itself (the table calls this hundreds of times)
 stats() {
-	printf '%s\n' $1 | grep -E '^[0-9.]+$' | sort -g |
-		awk '{a[NR] = $1} END {if (!NR) exit; m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m, a[1], a[NR]}'
+	printf '%s\n' $1 | awk '/^[0-9.]+$/ {v = $1 + 0; i = n++; while (i > 0 && a[i] + 0 > v) {a[i + 1] = a[i]; i--} a[i + 1] = $1}
+		END {if (!n) exit; m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2; print m, a[1], a[n]}'
 }
 
 wanted() {
@@ -510,6 +516,7 @@ drvopen() {
 ceilings() {
 	local args=("$@")
 	((DROP)) || args+=(-n)
+	[ "$DRY" = 1 ] && args+=(-q) # small, short copies: the dry run checks the logic, not the figures
 	timeout -k 3 "$(($(left) > 20 ? $(left) : 20))" "$CEILINGS" "${args[@]}" >"$RUNOUT" 2>&1 &
 	CHILD=$!
 	wait "$CHILD"

@@ -24,6 +24,7 @@
 #ifndef OCF_STATS_READER_UTIL_H_
 #define OCF_STATS_READER_UTIL_H_
 
+#include <grp.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -404,6 +405,44 @@ static inline int t_run(const char **out, const char *fmt, ...)
 	unlink(file);
 	fprintf(stderr, "$ %s\n%s(exit %d)\n", cmd, *out, WIFEXITED(s) ? WEXITSTATUS(s) : -1);
 	return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+#define T_NOBODY 65534
+
+/* Runs tool (a copy in a directory any user may enter, wherever the build
+ * is) with args (NULL-terminated) as uid and gid T_NOBODY, with stdout and
+ * stderr into *out (static storage, echoed to stderr); returns its exit
+ * status, 77 when the uid cannot be changed.  Needs root. */
+static inline int t_run_as_nobody(const char **out, const char *tool, const char *const *args)
+{
+	const char *dir = t_temp_dir("/tmp/ocf_gds_stats_XXXXXX");
+	char copy[64], outfile[PATH_MAX];
+	snprintf(copy, sizeof(copy), "%s/%s", dir, strrchr(tool, '/') ? strrchr(tool, '/') + 1 : tool);
+	T_EQ(t_run(out, "cp '%s' %s && chmod 755 %s %s", tool, copy, dir, copy), 0);
+	snprintf(outfile, sizeof(outfile), "%s/out.txt", dir);
+	int fd = open(outfile, O_CREAT | O_WRONLY | O_TRUNC, 0666);
+	T_ASSERT(fd >= 0);
+	T_SYS(fchmod(fd, 0666));
+	const char *argv[16] = {copy};
+	for (int i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	pid_t c = fork();
+	T_ASSERT(c >= 0);
+	if (c == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(T_NOBODY) != 0 || setuid(T_NOBODY) != 0)
+			_exit(77);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(copy, (char *const *)argv);
+		_exit(126);
+	}
+	close(fd);
+	int s = 0;
+	T_EQ(waitpid(c, &s, 0), c);
+	*out = t_slurp(outfile);
+	fprintf(stderr, "as uid %d: %s", T_NOBODY, *out);
+	T_ASSERT(WIFEXITED(s));
+	return WEXITSTATUS(s);
 }
 
 /* The number after the n-th (from 0) occurrence of key in text; -1 when

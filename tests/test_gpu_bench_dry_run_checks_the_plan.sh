@@ -35,7 +35,7 @@ dry() {
 	shift 3
 	mkdir -p "$out"
 	env BUILD="$BUILD" GDSCHECK=/nonexistent OUT="$out" GPU_SCRATCH="$T/scratch" \
-		GPU_BENCH_DRYRUN=1 GPU_BENCH_QUICK="$mode" GPU_BENCH_QUICK_T=0.2 \
+		GPU_BENCH_DRYRUN=1 GPU_BENCH_QUICK="$mode" GPU_BENCH_QUICK_T=0.05 \
 		OPENCUFILE_LIBCUDA="$FAKE" CUFILE_LOGFILE_PATH="$T/cufile.log" "$@" \
 		bash "$script" >"$out/out" 2>&1
 }

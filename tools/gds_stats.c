@@ -21,10 +21,12 @@
  * configuration says, waits for it, and reports the last snapshot of every
  * process of the command that used the library (written at exit).
  *
- * Exit status: 0, 1 (error), 2 (usage), 3 (no such process), 4 (the process
- * does not use libcufile), 5 (statistics off in the process), 6 (another
- * user's process, refused unless root); with a command, its own status
- * (128 + N when signal N ended it; 127 when it could not be run).
+ * Exit status: 0, 1 (error, also: the process's /proc/PID/maps cannot be
+ * read, so whether it uses the library is not known), 2 (usage), 3 (no
+ * such process), 4 (the process does not use libcufile), 5 (statistics off
+ * in the process), 6 (another user's process, refused unless root); with a
+ * command, its own status (128 + N when signal N ended it; 127 when it could
+ * not be run).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -134,6 +136,32 @@ static bool proc_env(pid_t pid, const char *name, char *buf, size_t len)
 			found = snprintf(buf, len, "%s", env + i + nl + 1) < (int)len;
 	free(env);
 	return found;
+}
+
+/* " (NAME)", pid's command name from /proc/PID/comm, in buf; "" when it
+ * cannot be read. */
+static void proc_name(pid_t pid, char *buf, size_t len)
+{
+	char path[64], name[64] = "";
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (f && fgets(name, sizeof(name), f))
+		name[strcspn(name, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	snprintf(buf, len, name[0] ? " (%s)" : "%s", name);
+}
+
+/* 0 when /proc/PID/WHAT can be opened for reading, else errno. */
+static int proc_unreadable(pid_t pid, const char *what)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
 }
 
 /* The path of a libcufile mapped by pid in buf ("" when none); -errno
@@ -289,7 +317,7 @@ static int find(pid_t pid, struct source *s, struct ocf_stats_file *f)
 			(int)pid, (unsigned)s->uid);
 		return EX_OTHER_USER;
 	}
-	char p[PATH_MAX];
+	char p[PATH_MAX], looked[3 * (PATH_MAX + 64)] = "";
 	if (proc_env(pid, "OPENCUFILE_STATS_FILE", p, sizeof(p)) && p[0]) {
 		char e[PATH_MAX];
 		s->is_path = true;
@@ -310,15 +338,44 @@ static int find(pid_t pid, struct source *s, struct ocf_stats_file *f)
 			sweep(s->xdg, s->uid);
 			if (source_read(s, f) == 0 && !exec_left(s))
 				return EX_OK;
+			char d[PATH_MAX + 64];
+			int dfd = stats_dir_open(s->xdg[0] ? s->xdg : NULL, s->uid, false, d, sizeof(d)); /* its name */
+			if (dfd >= 0)
+				close(dfd);
+			size_t used = strlen(looked);
+			snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", d);
 		}
 	}
-	char lib[PATH_MAX];
-	if (proc_libcufile(pid, lib, sizeof(lib)) == 0 && !lib[0]) {
-		fprintf(stderr, PROG ": process %d does not use libcufile\n", (int)pid);
+	char lib[PATH_MAX], name[80];
+	proc_name(pid, name, sizeof(name));
+	int maps = proc_libcufile(pid, lib, sizeof(lib));
+	int env = proc_unreadable(pid, "environ");
+	if (maps < 0) {
+		/* Without its mappings nothing says whether it uses the library
+		 * at all (the kernel's ptrace access check refused us). */
+		fprintf(stderr,
+			PROG ": process %d%s: cannot read /proc/%d/maps: %s,\n"
+			     "  so whether it uses libcufile cannot be told.\n"
+			     "  No statistics of it in %s",
+			(int)pid, name, (int)pid, strerror(-maps), s->is_path ? s->path : looked);
+		if (env)
+			fprintf(stderr, ";\n  its environment, which may name another file (OPENCUFILE_STATS_FILE), cannot be read\n"
+					"  either (/proc/%d/environ: %s)",
+				(int)pid, strerror(env));
+		fprintf(stderr, ".\n  %s ptrace access to the process: being its owner or root is not always enough\n"
+				"  (a process that made itself non-dumpable, or one of another user namespace, refuses it).\n",
+			env ? "Both need" : "Its maps need");
+		return EX_ERR;
+	}
+	if (!lib[0]) {
+		fprintf(stderr, PROG ": process %d%s does not use libcufile\n", (int)pid, name);
 		return EX_NOT_USING;
 	}
-	fprintf(stderr, PROG ": process %d uses %s but publishes no statistics%s%s.\n", (int)pid, lib,
+	fprintf(stderr, PROG ": process %d%s uses %s but publishes no statistics%s%s.\n", (int)pid, name, lib,
 		s->is_path ? " in " : "", s->is_path ? s->path : "");
+	if (env)
+		fprintf(stderr, "  (Its environment cannot be read, /proc/%d/environ: %s: looked in %s only.)\n", (int)pid,
+			strerror(env), looked);
 	how_to_turn_on();
 	fprintf(stderr, "  A process that has not opened the driver yet publishes nothing either, nor does a\n"
 			"  libcufile other than opencufile's.\n");

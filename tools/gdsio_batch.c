@@ -143,6 +143,8 @@ struct slot {
 	CUfileBatchHandle_t batch;
 	size_t *ats;	 /* byte of the worker's buffer where each entry's buffer starts */
 	unsigned n, got; /* entries submitted (0: idle), events collected */
+	uint64_t k;	 /* the group's first op */
+	int ready;	 /* complete and checked, its next group held back (would_lap) */
 	uint64_t t0;	 /* ns, just before cuFileBatchIOSubmit */
 	uint64_t *offs;
 	ssize_t *rets;
@@ -179,7 +181,19 @@ static int batch_submit(struct worker *w, struct slot *s, uint64_t k, int first,
 			    cufile_err(e, eb, sizeof(eb)));
 		return -1;
 	}
-	s->n = g, s->got = 0;
+	s->n = g, s->got = 0, s->k = k;
+	return 0;
+}
+
+/* Whether the group at op k would reuse a file offset that a group still in
+ * flight moves: the ops wrap around the thread's region, and in the poll
+ * style a quick handle can come round to the ops of one that is slow. */
+static int would_lap(struct worker *w, const struct slot *slots, unsigned nslots, uint64_t k)
+{
+	uint64_t g = group_size(w, k);
+	for (unsigned j = 0; j < nslots; j++)
+		if (slots[j].n && k + g > slots[j].k + w->nops)
+			return 1;
 	return 0;
 }
 
@@ -248,14 +262,16 @@ static uint64_t *permutation(struct worker *w, uint64_t n)
 	return p;
 }
 
-/* -x 5: the worker's -H batch handles each carry a group of -B entries.
- * All are submitted, then collected in turn; a handle whose entries have
- * all completed is checked and submitted again at once, so -H groups stay
- * in flight.  The timed and wait styles block on the oldest handle until
- * its group is complete; the poll style asks each handle once (min_nr 0,
- * zero timeout) and moves on.  After a failure no group is submitted, but
- * those in flight are still collected, so that nothing is left moving
- * data into the buffers when they are freed.
+/* -x 5: the worker's -H batch handles each carry a group of -B entries.  All
+ * are submitted, then collected in turn; a handle whose entries have all
+ * completed is checked and submitted again at once, so -H groups stay in
+ * flight.  The timed and wait styles block on the oldest handle until its
+ * group is complete; the poll style asks each handle once (min_nr 0, zero
+ * timeout) and moves on, and holds a handle's next group back while it would
+ * reuse the file offsets of a group still in flight (would_lap: entries in
+ * flight never share bytes).  After a failure no group is submitted, but
+ * those in flight are still collected, so that nothing is left moving data
+ * into the buffers when they are freed.
  *
  * The worker's buffer is a pool of -H x -B slots of one IO size.  By
  * default handle h's entry i uses slot h * -B + i and the ops follow each
@@ -267,7 +283,7 @@ static uint64_t *permutation(struct worker *w, uint64_t n)
 static void loop_batch(struct worker *w)
 {
 	size_t io = w->run->io;
-	unsigned nslots = w->nbatch, depth = o.depth, active = 0;
+	unsigned nslots = w->nbatch, depth = o.depth, active = 0, ready = 0;
 	struct slot *slots = calloc(nslots, sizeof(*slots));
 	CUfileIOEvents_t *events = calloc(depth, sizeof(*events));
 	uint64_t *fperm = NULL, *mperm = NULL;
@@ -302,9 +318,17 @@ static void loop_batch(struct worker *w)
 			break;
 		k += slots[i].n, active++;
 	}
-	while (active) {
+	while (active || ready) {
 		for (unsigned i = 0; i < nslots; i++) {
 			struct slot *s = &slots[i];
+			if (s->ready) {
+				if (keep_going(w, k, now()) && would_lap(w, slots, nslots, k))
+					continue;
+				s->ready = 0, ready--;
+				if (keep_going(w, k, now()) && !batch_submit(w, s, k, 0, fperm))
+					k += s->n, active++;
+				continue;
+			}
 			if (!s->n)
 				continue;
 			do {
@@ -317,7 +341,9 @@ static void loop_batch(struct worker *w)
 			s->n = 0, active--;
 			if (group_finish(w, n, s->ats, s->offs, s->rets) < (int)n)
 				continue;
-			if (keep_going(w, k, now()) && !batch_submit(w, s, k, 0, fperm))
+			if (keep_going(w, k, now()) && would_lap(w, slots, nslots, k))
+				s->ready = 1, ready++;
+			else if (keep_going(w, k, now()) && !batch_submit(w, s, k, 0, fperm))
 				k += s->n, active++;
 		}
 	}

@@ -19,7 +19,10 @@ int buffer_alloc(struct buffer *b, int kind, size_t len, int gpu, char *why, siz
 	b->kind = kind, b->len = len;
 	CUresult r = CUDA_SUCCESS;
 	if ((kind == M_DEVICE || kind == M_VMM || kind == M_PINNED) && !have_cuda) {
-		snprintf(why, whylen, "memory type %d needs the CUDA driver: %.300s", kind, cuda_why);
+		/* Most often a machine without a GPU and -m left at its default. */
+		snprintf(why, whylen,
+			 "-m %d (%s%s) needs the CUDA driver: %.300s; for host memory give -m 3 (malloc) or -m 4 (mmap)",
+			 kind, mem_name[kind], kind == M_DEVICE ? ", the default" : "", cuda_why);
 		return -1;
 	}
 	switch (kind) {

@@ -48,6 +48,34 @@ static inline size_t pattern_run(uint64_t pos, size_t left)
 	return left < room ? left : (size_t)room;
 }
 
+/* The loops below go eight bytes at a time through a type of any
+ * alignment: the byte loops the compiler vectorises ran ten times slower
+ * unoptimised, and a Debug build's tests verify gigabytes. */
+typedef uint64_t __attribute__((may_alias, aligned(1))) pattern_u64;
+#define PATTERN_X8(x) ((uint64_t)(x) * 0x0101010101010101ull)
+
+/* d[k] = t[k] ^ x for k < n. */
+static inline void pattern_xor(uint8_t *d, const uint8_t *t, size_t n, uint8_t x)
+{
+	size_t k = 0;
+	for (uint64_t x8 = PATTERN_X8(x); k + 8 <= n; k += 8)
+		*(pattern_u64 *)(d + k) = *(const pattern_u64 *)(t + k) ^ x8;
+	for (; k < n; k++)
+		d[k] = t[k] ^ x;
+}
+
+/* Whether some d[k] != t[k] ^ x for k < n. */
+static inline int pattern_differs(const uint8_t *d, const uint8_t *t, size_t n, uint8_t x)
+{
+	uint64_t bad = 0, x8 = PATTERN_X8(x);
+	size_t k = 0;
+	for (; k + 8 <= n; k += 8)
+		bad |= *(const pattern_u64 *)(d + k) ^ *(const pattern_u64 *)(t + k) ^ x8;
+	for (; k < n; k++)
+		bad |= (uint8_t)(d[k] ^ t[k] ^ x);
+	return bad != 0;
+}
+
 /* Fill buf with the bytes that belong at file offsets [off, off+len). */
 static inline void pattern_fill(void *buf, uint64_t off, size_t len)
 {
@@ -56,9 +84,7 @@ static inline void pattern_fill(void *buf, uint64_t off, size_t len)
 	while (len) {
 		size_t n = pattern_run(off, len);
 		const uint8_t *t = pattern_table + (off & (PATTERN_PERIOD - 1));
-		uint8_t x = (uint8_t)(off >> 20);
-		for (size_t k = 0; k < n; k++)
-			d[k] = t[k] ^ x;
+		pattern_xor(d, t, n, (uint8_t)(off >> 20));
 		d += n, off += n, len -= n;
 	}
 }
@@ -76,10 +102,7 @@ static inline long long pattern_check(const void *buf, uint64_t off, size_t len)
 		uint8_t x = (uint8_t)((off + done) >> 20);
 		for (size_t b = 0; b < n; b += 4096) {
 			size_t m = n - b < 4096 ? n - b : 4096;
-			uint8_t bad = 0;
-			for (size_t k = 0; k < m; k++)
-				bad |= (uint8_t)(d[done + b + k] ^ t[b + k] ^ x);
-			if (bad) {
+			if (pattern_differs(d + done + b, t + b, m, x)) {
 				for (size_t k = 0; k < m; k++)
 					if ((uint8_t)(d[done + b + k] ^ t[b + k] ^ x))
 						return (long long)(done + b + k);
