@@ -73,6 +73,18 @@ static off_t size_of(int fd)
 	return st.st_size;
 }
 
+/* Whether the kernel (and valgrind, where it runs) answers cachestat(2):
+ * without it the library cannot tell that pages are cached, and
+ * overwrites them with pwrite. */
+static bool cachestat_works(int fd)
+{
+	struct {
+		uint64_t off, len;
+	} range = {0, 4096};
+	uint64_t cs[5];
+	return syscall(451, fd, &range, cs, 0) == 0;
+}
+
 static ssize_t dwrite(CUfileHandle_t fh, size_t len, off_t foff, off_t boff)
 {
 	return cuFileWrite(fh, (void *)dev, len, foff, boff);
@@ -124,7 +136,10 @@ static void case_new_file(void)
 	t_fill_pattern(host, 3 * T_MIB + 77, 1 * T_MIB + 5, 12);
 	stored = ocf_fault_mapped_stored();
 	T_IO(cuFileWrite(fh, host, 3 * T_MIB + 77, 1 * T_MIB + 5, 0), 3 * T_MIB + 77);
-	T_GT(ocf_fault_mapped_stored(), stored);
+	if (cachestat_works(fd))
+		T_GT(ocf_fault_mapped_stored(), stored);
+	else
+		T_EQ_U(ocf_fault_mapped_stored(), stored);
 	expect_file(check, 0, 1 * T_MIB + 5, 11, "before the overwrite");
 	expect_file(check, 1 * T_MIB + 5, 3 * T_MIB + 77, 12, "the overwrite");
 	expect_file(check, 4 * T_MIB + 82, 12 * T_MIB - 82, 11, "after the overwrite");
@@ -232,7 +247,7 @@ static void case_paths(void)
  * prefix makes it, and the prefix is right. */
 static void case_copy_fails(void)
 {
-	dev_pattern(dev, 24 * T_MIB, 0, 21);
+	dev_pattern(dev, 12 * T_MIB, 0, 21);
 	for (unsigned long nth = 1;; nth++) {
 		T_ASSERT(nth < 100);
 		t_set_case("device-to-host copy %lu fails", nth);
@@ -241,12 +256,12 @@ static void case_copy_fails(void)
 		CUfileHandle_t fh = open_handle(path, O_RDWR, &fd);
 		unsigned long calls = fakecuda_call_count("cuMemcpyDtoHAsync_v2");
 		fakecuda_fail_nth("cuMemcpyDtoHAsync_v2", nth, CUDA_ERROR_ECC_UNCORRECTABLE);
-		ssize_t r = dwrite(fh, 24 * T_MIB, 0, 0);
+		ssize_t r = dwrite(fh, 12 * T_MIB, 0, 0);
 		bool reached = fakecuda_call_count("cuMemcpyDtoHAsync_v2") - calls >= nth;
 		fakecuda_reset_faults();
 		if (r < 0)
 			T_EQ(r, -CU_FILE_CUDA_DRIVER_ERROR);
-		T_LE(r, (ssize_t)(24 * T_MIB));
+		T_LE(r, (ssize_t)(12 * T_MIB));
 		off_t keep = r > 0 ? r : 0;
 		T_EQ(size_of(fd), keep);
 		if (keep)
@@ -255,10 +270,10 @@ static void case_copy_fails(void)
 		close(fd);
 		unlink(path);
 		if (!reached) {
-			T_EQ(r, 24 * T_MIB);
+			T_EQ(r, 12 * T_MIB);
 			break;
 		}
-		T_LT(r, (ssize_t)(24 * T_MIB));
+		T_LT(r, (ssize_t)(12 * T_MIB));
 	}
 	t_set_case("%s", "");
 }
@@ -508,7 +523,7 @@ static void case_truncated(void)
 	atomic_store(&stop_truncating, false);
 	pthread_t th;
 	T_ASSERT(pthread_create(&th, NULL, truncator, &tfd) == 0);
-	for (int i = 0; i < 30; i++) {
+	for (int i = 0; i < 10; i++) {
 		ssize_t r = dwrite(fh, 8 * T_MIB, 0, 0);
 		T_ASSERT(r == -1 || (r >= 0 && r <= (ssize_t)(8 * T_MIB)));
 	}
@@ -523,6 +538,7 @@ static void case_truncated(void)
 
 /* A handle deregistered while writes through it run: they finish or fail
  * cleanly, and nothing of the file stays mapped or open. */
+#define DEREG_WRITES 12
 struct dwriter {
 	CUfileHandle_t fh;
 	CUdeviceptr d;
@@ -533,7 +549,7 @@ static void *dereg_writer(void *arg)
 {
 	struct dwriter *w = arg;
 	t_cuda_bind_thread();
-	for (int i = 0; i < 40; i++) {
+	for (int i = 0; i < DEREG_WRITES; i++) {
 		ssize_t r = cuFileWrite(w->fh, (void *)w->d, 4 * T_MIB, (off_t)(i % 4) * 4 * (off_t)T_MIB, 0);
 		if (r == (ssize_t)(4 * T_MIB))
 			atomic_fetch_add(w->ok, 1);
@@ -577,7 +593,7 @@ static void dereg_round(CUfileHandle_t fh, unsigned dereg_us)
 		cuMemFree(w[i].d);
 	}
 	if (!dereg_us) {
-		T_EQ(atomic_load(&ok), 4 * 40);
+		T_EQ(atomic_load(&ok), 4 * DEREG_WRITES);
 		cuFileHandleDeregister(fh);
 	}
 }
@@ -630,7 +646,9 @@ static void case_readahead_sees_writes(void)
 		if (t_check_pattern(b, T_MIB, (uint64_t)at, seed, "read in order"))
 			T_FAIL("read %d at %lld returned stale bytes", i, (long long)at);
 	}
-	T_GT(ocf_fault_mapped_stored(), stored);
+	/* The rewrite, over cached pages, stored where cachestat tells them. */
+	if (cachestat_works(wfd))
+		T_GT(ocf_fault_mapped_stored(), stored);
 	free(b);
 	cuMemFree(rd);
 	cuFileHandleDeregister(rfh);
