@@ -919,6 +919,108 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 	return r;
 }
 
+/* ------------------------------------------------------- plan and run */
+
+/* How a request runs, chosen once (plan_request) from the request and what
+ * the engine is doing, and carried out by run_request, which chooses
+ * nothing.  (A sequential reader's read that its read-ahead window serves
+ * never gets here: the read hook serves it first, submit_counted.) */
+enum ocf_path {
+	PATH_RING,    /* a stream operation's chunks, in the slots of its ring */
+	PATH_STRIPED, /* a lone caller's device read of a few MiB (stripe.c) */
+	PATH_SPLIT,   /* chunks shared with engine helpers */
+	PATH_ALONE,   /* the caller's own chunks */
+};
+
+struct ocf_plan {
+	enum ocf_path path;
+	struct ocf_pool *pool; /* the lanes its participants take (NULL: none) */
+	int helpers;	       /* engine helpers asked for */
+	size_t chunk, skew0, nchunks;
+	struct stripe_shape stripes; /* PATH_STRIPED */
+};
+
+static void plan_request(const struct ocf_io *io, bool write, int others, struct ocf_plan *p)
+{
+	*p = (struct ocf_plan){.path = PATH_ALONE};
+	/* Host memory needs staging only for O_DIRECT; without it no lane is
+	 * taken, so many threads doing host I/O never wait for one.  A ring
+	 * request stages in its ring. */
+	if (io->plan)
+		p->pool = NULL;
+	else if (io->t.device)
+		p->pool = &io->t.gpu->pool;
+	else if (io->h->odirect || (io->segs && host_vec_needs_stage(io)))
+		p->pool = host_pool();
+	size_t max_chunk = p->pool ? pool_chunk(p->pool) : ocf_cfg.staging_chunk_kb * 1024;
+	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
+	/* Requests up to execution.min_io_threshold_size_kb stay on the
+	 * calling thread, as do all when execution.parallel_io is off; device
+	 * reads of a few MiB are striped (stripe.c) when helpers are free.  A
+	 * userspace file system's callbacks run on the calling thread only:
+	 * they may keep thread-local state, and a callback that calls the API
+	 * again must nest on the thread that holds the driver gate. */
+	bool may_split = ocf_cfg.parallel_io && io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS;
+	/* Striped only for a caller alone in the engine: where other callers
+	 * are busy, their requests already keep the CPUs and the copy engine
+	 * busy, and helpers taken from them cost more than they give (8 x 16
+	 * MiB and 4 x 1 MiB lost 10-16 % on the H200 machine when every caller
+	 * striped).  A request that does not fit the striped path then runs
+	 * alone. */
+	if (may_split && others == 0 && stripe_wanted(io, write, 1)) {
+		int free_now = pool_start();
+		free_now = OCF_MIN(free_now, OCF_MAX(parallel_max - others - 1, 0));
+		int helpers = OCF_MIN(free_now, stripe_config()->participants - 1);
+		if (helpers > 0) {
+			if (stripe_shape(io, pool_chunk(p->pool), OCF_LANE_DEPTH, &p->stripes)) {
+				p->path = PATH_STRIPED;
+				p->helpers = helpers;
+				p->chunk = p->stripes.chunk;
+				p->skew0 = p->stripes.skew0;
+				p->nchunks = p->stripes.nchunks;
+				return;
+			}
+			may_split = false;
+		}
+	}
+	if (may_split && over_split_threshold(io)) {
+		p->helpers = pool_start();
+		p->helpers = OCF_MIN(p->helpers, chunk_participants(io, request_max) - 1);
+		p->helpers = OCF_MIN(p->helpers, OCF_MAX(parallel_max - others - 1, 0));
+	}
+	if (io->plan) {
+		/* The chunks the copies were queued for. */
+		p->path = PATH_RING;
+		p->chunk = io->plan->chunk;
+		p->skew0 = io->plan->skew0;
+		p->nchunks = io->plan->nchunks;
+		return;
+	}
+	/* A write stored through the file's mapping cuts its chunks at 2 MiB
+	 * boundaries of the file where its staging buffers hold that much
+	 * (fileio.h). */
+	size_t align = fio_piece_align(io->h, write);
+	if (align > max_chunk)
+		align = fio_align(io->h);
+	p->skew0 = (size_t)io->off % align;
+	/* min_chunk_bytes only with helpers: pool_start (which sets it, under
+	 * q_lock) has then run on this thread. */
+	struct chunk_shape shape = {.max_chunk = max_chunk,
+				    .min_chunk = p->helpers ? min_chunk_bytes : 0,
+				    .skew0 = p->skew0,
+				    .align = align,
+				    .helpers = p->helpers,
+				    .lone = others == 0 && !write && io->t.device && p->pool};
+	p->chunk = chunk_size(io, &shape);
+	p->nchunks = (io->len + p->skew0 + p->chunk - 1) / p->chunk;
+	if (p->helpers > 0 && p->nchunks > 1)
+		p->path = PATH_SPLIT;
+	else
+		p->helpers = 0;
+}
+
+static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf_plan *p);
+
 /* submit() once the caller counts as busy; `others`: participants busy
  * before it. */
 static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
@@ -931,80 +1033,23 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 		if (r != ENGINE_NOT_SERVED)
 			return r;
 	}
-	struct ocf_job job = {.io = io, .write = write, .plan = io->plan};
-	/* Host memory needs staging only for O_DIRECT; without it no lane is
-	 * taken, so many threads doing host I/O never wait for one.  A ring
-	 * request stages in its ring. */
-	if (job.plan)
-		job.pool = NULL;
-	else if (io->t.device)
-		job.pool = &io->t.gpu->pool;
-	else if (io->h->odirect || (io->segs && host_vec_needs_stage(io)))
-		job.pool = host_pool();
-	size_t max_chunk = job.pool ? pool_chunk(job.pool) : ocf_cfg.staging_chunk_kb * 1024;
-	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
-	/* Requests up to execution.min_io_threshold_size_kb stay on the
-	 * calling thread, as do all when execution.parallel_io is off; device
-	 * reads of a few MiB are striped (stripe.c) when helpers are free. */
-	int helpers = 0;
-	bool striped = false;
-	/* A userspace file system's callbacks run on the calling thread only:
-	 * they may keep thread-local state, and a callback that calls the API
-	 * again must nest on the thread that holds the driver gate. */
-	bool may_split = ocf_cfg.parallel_io && io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS;
-	/* Striped only for a caller alone in the engine: where other callers
-	 * are busy, their requests already keep the CPUs and the copy engine
-	 * busy, and helpers taken from them cost more than they give (8 x 16
-	 * MiB and 4 x 1 MiB lost 10-16 % on the H200 machine when every caller
-	 * striped). */
-	if (may_split && others == 0 && stripe_wanted(io, write, 1)) {
-		int free_now = pool_start();
-		free_now = OCF_MIN(free_now, OCF_MAX(parallel_max - others - 1, 0));
-		helpers = OCF_MIN(free_now, stripe_config()->participants - 1);
-		striped = helpers > 0;
-	}
-	if (!striped && may_split && over_split_threshold(io)) {
-		helpers = pool_start();
-		helpers = OCF_MIN(helpers, chunk_participants(io, request_max) - 1);
-		helpers = OCF_MIN(helpers, OCF_MAX(parallel_max - others - 1, 0));
-	}
-	/* A striped job reads into the caller's lane: take it before any
-	 * helper can see the job. */
-	struct ocf_lane *lane = NULL;
-	int lane_err = 0;
-	if (striped) {
-		uint64_t t0 = prof_now();
-		lane_err = pool_get(job.pool, &lane);
-		prof_time(PROF_T_LANE, t0);
-		striped = lane_err == 0 && stripe_plan(&job, lane);
-		if (!striped && lane_err == 0)
-			helpers = 0; /* the plan did not fit: the caller alone */
-	}
-	if (job.plan) {
-		/* The chunks the copies were queued for. */
-		job.chunk = job.plan->chunk;
-		job.skew0 = job.plan->skew0;
-		job.nchunks = job.plan->nchunks;
-	} else if (!striped) {
-		/* A write stored through the file's mapping cuts its chunks at
-		 * 2 MiB boundaries of the file where its staging buffers hold
-		 * that much (fileio.h). */
-		size_t align = fio_piece_align(io->h, write);
-		if (align > max_chunk)
-			align = fio_align(io->h);
-		job.skew0 = (size_t)io->off % align;
-		/* min_chunk_bytes only with helpers: pool_start (which sets
-		 * it, under q_lock) has then run on this thread. */
-		struct chunk_shape shape = {.max_chunk = max_chunk,
-					    .min_chunk = helpers ? min_chunk_bytes : 0,
-					    .skew0 = job.skew0,
-					    .align = align,
-					    .helpers = helpers,
-					    .lone = others == 0 && !write && io->t.device && job.pool};
-		job.chunk = chunk_size(io, &shape);
-		job.nchunks = (io->len + job.skew0 + job.chunk - 1) / job.chunk;
-	}
-	job.nonblocking = nonblocking_copies;
+	struct ocf_plan plan;
+	plan_request(io, write, others, &plan);
+	return run_request(io, write, &plan);
+}
+
+/* Runs the request as planned: the job set up, helpers asked for, the
+ * caller's share done, the helpers waited for, the result. */
+static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf_plan *p)
+{
+	struct ocf_job job = {.io = io,
+			      .write = write,
+			      .plan = io->plan,
+			      .pool = p->pool,
+			      .chunk = p->chunk,
+			      .skew0 = p->skew0,
+			      .nchunks = p->nchunks,
+			      .nonblocking = nonblocking_copies};
 	/* A write's preparation, on this stack only for writes (it holds the
 	 * request's last 4 KiB: fileio.h). */
 	struct fio_wprep wprep;
@@ -1018,9 +1063,21 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 	pthread_mutex_init(&job.lock, NULL);
 	pthread_cond_init(&job.cv, NULL);
 
+	/* A striped job reads into the caller's lane: taken before any helper
+	 * can see the job. */
+	struct ocf_lane *lane = NULL;
+	int r = 0;
+	uint64_t t0 = prof_now();
+	if (p->path == PATH_STRIPED) {
+		r = pool_get(job.pool, &lane);
+		prof_time(PROF_T_LANE, t0);
+		if (r == 0)
+			stripe_setup(&job, &p->stripes, lane);
+	}
+
 	bool queued = false;
-	if (job.nchunks > 1 && helpers > 0) {
-		job.helpers_wanted = (int)OCF_MIN(job.nchunks - 1, (size_t)helpers);
+	if (r == 0 && p->helpers > 0 && job.nchunks > 1) {
+		job.helpers_wanted = (int)OCF_MIN(job.nchunks - 1, (size_t)p->helpers);
 		job.queued_ns = prof_now();
 		pthread_mutex_lock(&q_lock);
 		int wake = queue_append_locked(&job);
@@ -1033,12 +1090,11 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 			pthread_cond_signal(&q_cv);
 	}
 
-	uint64_t t0 = prof_now();
-	int r = lane_err;
-	if (striped) {
+	if (r == 0 && p->path == PATH_STRIPED) {
 		lane_release(lane, stripe_run_caller(&job));
-	} else {
-		if (!lane && !lane_err && job.pool)
+	} else if (r == 0) {
+		t0 = prof_now();
+		if (job.pool)
 			r = pool_get(job.pool, &lane);
 		prof_time(PROF_T_LANE, t0);
 		if (r == 0) {

@@ -133,9 +133,8 @@ bool stripe_wanted(const struct ocf_io *io, bool write, int helpers)
 	       io->len <= c->max_bytes && c->participants > 1;
 }
 
-bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
+bool stripe_shape(const struct ocf_io *io, size_t room, int depth, struct stripe_shape *sh)
 {
-	const struct ocf_io *io = job->io;
 	const struct stripe_cfg *c = stripe_config();
 	size_t align = fio_align(io->h);
 	size_t A = OCF_MAX(align, (size_t)4096);
@@ -153,20 +152,27 @@ bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
 	/* A stripe must fit one lane buffer the way a staged chunk does, and
 	 * a request has at least two, so that the copy of the first overlaps
 	 * the reading of the next. */
-	size_t room = lane->bufs[0].chunk;
 	size_t half = OCF_ALIGN_UP((io->len + 1) / 2, piece);
 	size_t stripe = OCF_ALIGN_DOWN(OCF_MIN(OCF_MIN(c->stripe, half), room), piece);
-	if (lane->depth < 2 || stripe < piece)
+	if (depth < 2 || stripe < piece)
 		return false;
-	job->chunk = piece;
-	job->skew0 = (size_t)io->off % align;
-	job->nchunks = (io->len + job->skew0 + piece - 1) / piece;
-	job->per_stripe = stripe / piece;
-	job->nstripes = (job->nchunks + job->per_stripe - 1) / job->per_stripe;
-	if (job->nchunks < 2 || job->nstripes > OCF_STRIPES_MAX)
-		return false;
+	*sh = (struct stripe_shape){.chunk = piece, .skew0 = (size_t)io->off % align, .spin = spin};
+	sh->nchunks = (io->len + sh->skew0 + piece - 1) / piece;
+	sh->per_stripe = stripe / piece;
+	sh->nstripes = (sh->nchunks + sh->per_stripe - 1) / sh->per_stripe;
+	return sh->nchunks >= 2 && sh->nstripes <= OCF_STRIPES_MAX;
+}
+
+void stripe_setup(struct ocf_job *job, const struct stripe_shape *sh, struct ocf_lane *lane)
+{
+	const struct stripe_cfg *c = stripe_config();
+	job->chunk = sh->chunk;
+	job->skew0 = sh->skew0;
+	job->nchunks = sh->nchunks;
+	job->per_stripe = sh->per_stripe;
+	job->nstripes = sh->nstripes;
 	job->lane = lane;
-	if (spin) {
+	if (sh->spin) {
 		job->spin_ns = c->spin_ns;
 		job->spin_cap = c->spinners;
 	}
@@ -177,7 +183,6 @@ bool stripe_plan(struct ocf_job *job, struct ocf_lane *lane)
 	for (size_t s = 0; s < OCF_STRIPES_MAX; s++)
 		atomic_init(&job->resolved[s], 0);
 	job->striped = true;
-	return true;
 }
 
 /* ------------------------------------------------------------- waiting */
