@@ -102,8 +102,7 @@ static void finish(struct bio_worker *w, struct bio_item *it, ssize_t result)
 	if (result > 0)
 		prof_bytes((size_t)result);
 	/* Counted by the batch counters, not as a read or write (t0 0). */
-	request_done(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write, 0, result, &it->io,
-		     it->owns_handle);
+	request_done(&it->io, 0, result, it->owns_handle);
 	it->owns_handle = false;
 	it->next = NULL;
 	if (w->done_tail)
@@ -569,8 +568,8 @@ static void stage(struct bio_worker *w, struct bio_item *it)
 void bio_add(struct bio_worker *w, struct bio_item *it)
 {
 	it->copied = false;
-	ssize_t r = request_prepare(it->fh, it->base, it->size, it->file_offset, it->buf_offset, &w->cache,
-				    &it->io, &it->owns_handle);
+	ssize_t r = request_prepare(it->fh, it->base, it->size, it->file_offset, it->buf_offset, it->write,
+				    &w->cache, &it->io, &it->owns_handle);
 	if (r || it->size == 0) {
 		finish(w, it, r);
 		return;

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "buffer.h"
+#include "cufile.h"
 
 struct ocf_handle;
 
@@ -60,6 +61,16 @@ struct ocf_seg {
 	uintptr_t mem;
 };
 
+/* A single-range request's arguments as its caller gave them (what its
+ * statistics and its failure log name): set by request_prepare. */
+struct ocf_call {
+	CUfileHandle_t fh;
+	const void *base;
+	size_t size;
+	off_t file_offset, buf_offset;
+	bool write;
+};
+
 struct ocf_io {
 	struct ocf_handle *h;
 	/* Where the bytes go.  For a vectored request (segs != NULL) only its
@@ -71,6 +82,7 @@ struct ocf_io {
 	const struct ocf_ringplan *plan; /* stream operations on GPU memory */
 	const struct ocf_seg *segs;      /* vectored: nsegs >= 2 pieces */
 	size_t nsegs;
+	struct ocf_call call; /* a single-range request's own arguments */
 };
 
 /* Chunk i of a request of len bytes whose chunk 0 is skew0 bytes shorter

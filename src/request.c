@@ -61,9 +61,15 @@ void request_cache_drop(struct request_cache *c)
 }
 
 ssize_t request_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-			struct request_cache *cache, struct ocf_io *io, bool *owns_handle)
+			bool write, struct request_cache *cache, struct ocf_io *io, bool *owns_handle)
 {
 	*owns_handle = false;
+	io->call = (struct ocf_call){.fh = fh,
+				     .base = base,
+				     .size = size,
+				     .file_offset = file_offset,
+				     .buf_offset = buf_offset,
+				     .write = write};
 	/* Argument errors are -1 with errno, as NVIDIA's library reports
 	 * them: EINVAL for values, EBADF for a handle that is not registered. */
 	if (!fh || !base || file_offset < 0 || buf_offset < 0 || size > (size_t)SSIZE_MAX ||
@@ -111,11 +117,10 @@ ssize_t request_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t 
 	return 0;
 }
 
-void request_log_failure(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset,
-			 off_t buf_offset, bool write, ssize_t ret)
+void request_log_failure(const struct ocf_call *c, ssize_t ret)
 {
-	log_error("cuFile%s(%p, %p, %zu, %lld, %lld) failed: %s", write ? "Write" : "Read", fh, base, size,
-		  (long long)file_offset, (long long)buf_offset,
+	log_error("cuFile%s(%p, %p, %zu, %lld, %lld) failed: %s", c->write ? "Write" : "Read", c->fh, c->base,
+		  c->size, (long long)c->file_offset, (long long)c->buf_offset,
 		  ocf_is_cufile_err(ret) ? cufileop_status_error((CUfileOpError)-ret) : strerror((int)-ret));
 }
 
@@ -124,29 +129,28 @@ ssize_t request_engine(const struct ocf_io *io, bool write)
 	return write ? ocf_engine->write(io) : ocf_engine->read(io);
 }
 
-ssize_t request_run(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-		    bool write, uint64_t t0, ssize_t prep, struct ocf_io *io, bool owns_handle)
+ssize_t request_run(struct ocf_io *io, uint64_t t0, ssize_t prep, bool owns_handle)
 {
 	ssize_t ret = prep;
-	if (ret == 0 && size > 0)
-		ret = request_engine(io, write);
-	return request_done(fh, base, size, file_offset, buf_offset, write, t0, ret, io, owns_handle);
+	if (ret == 0 && io->call.size > 0)
+		ret = request_engine(io, io->call.write);
+	return request_done(io, t0, ret, owns_handle);
 }
 
-ssize_t request_done(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-		     bool write, uint64_t t0, ssize_t ret, struct ocf_io *io, bool owns_handle)
+ssize_t request_done(struct ocf_io *io, uint64_t t0, ssize_t ret, bool owns_handle)
 {
+	const struct ocf_call *c = &io->call;
 	if (owns_handle)
 		handle_put(io->h);
 	if (t0) {
 		/* The GPU record lives while the caller is inside the gate. */
 		int gpu = io->t.device && io->t.gpu ? io->t.gpu->ordinal : -1;
 		bool unaligned =
-		    (((uint64_t)file_offset | size | ((uintptr_t)base + (uintptr_t)buf_offset)) & 4095) != 0;
-		stats_io_done(write, size, ret, t0, gpu, unaligned);
+		    (((uint64_t)c->file_offset | c->size | ((uintptr_t)c->base + (uintptr_t)c->buf_offset)) & 4095) != 0;
+		stats_io_done(c->write, c->size, ret, t0, gpu, unaligned);
 	}
 	if (ret < 0)
-		request_log_failure(fh, base, size, file_offset, buf_offset, write, ret);
+		request_log_failure(c, ret);
 	return ret;
 }
 
@@ -163,8 +167,8 @@ ssize_t request_io(CUfileHandle_t fh, const void *base, size_t size, off_t file_
 	prof_begin(PROF_CALLER);
 	struct ocf_io io = {0};
 	bool owns_handle;
-	ssize_t prep = request_prepare(fh, base, size, file_offset, buf_offset, NULL, &io, &owns_handle);
-	ssize_t ret = request_run(fh, base, size, file_offset, buf_offset, write, t0, prep, &io, owns_handle);
+	ssize_t prep = request_prepare(fh, base, size, file_offset, buf_offset, write, NULL, &io, &owns_handle);
+	ssize_t ret = request_run(&io, t0, prep, owns_handle);
 	prof_end();
 	driver_exit();
 	return ret;

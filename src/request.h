@@ -48,13 +48,13 @@ void request_cache_drop(struct request_cache *c);
  * handle_put() it (otherwise the cache holds it).  cache may be NULL.  The
  * caller is inside the driver gate. */
 ssize_t request_prepare(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-			struct request_cache *cache, struct ocf_io *io, bool *owns_handle);
+			bool write, struct request_cache *cache, struct ocf_io *io, bool *owns_handle);
 /* The rest of request_io() for a request request_prepare() resolved (prep:
- * its result), possibly ahead of time: runs it, counts it when t0 is a
- * statistics start time (stats_io_begin(); 0: not counted), logs a failure
- * and drops the handle it owns.  The caller is inside the driver gate. */
-ssize_t request_run(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-		    bool write, uint64_t t0, ssize_t prep, struct ocf_io *io, bool owns_handle);
+ * its result; io->call: its arguments), possibly ahead of time: runs it,
+ * counts it when t0 is a statistics start time (stats_io_begin(); 0: not
+ * counted), logs a failure and drops the handle it owns.  The caller is
+ * inside the driver gate. */
+ssize_t request_run(struct ocf_io *io, uint64_t t0, ssize_t prep, bool owns_handle);
 /* Runs a resolved request through the engine: bytes moved, or an internal
  * error.  The one place the layers above the data path call the engine
  * (request_run, batch entries, the runs of a vector). */
@@ -63,10 +63,8 @@ ssize_t request_engine(const struct ocf_io *io, bool write);
  * drops the handle it owns, counts it when t0 is a statistics start time
  * (0: not counted; batch entries are counted by the batch counters), and
  * logs a failure.  Returns ret. */
-ssize_t request_done(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset, off_t buf_offset,
-		     bool write, uint64_t t0, ssize_t ret, struct ocf_io *io, bool owns_handle);
+ssize_t request_done(struct ocf_io *io, uint64_t t0, ssize_t ret, bool owns_handle);
 /* Logs a failed read or write the way cuFileRead/cuFileWrite do. */
-void request_log_failure(CUfileHandle_t fh, const void *base, size_t size, off_t file_offset,
-			 off_t buf_offset, bool write, ssize_t ret);
+void request_log_failure(const struct ocf_call *c, ssize_t ret);
 
 #endif /* OCF_REQUEST_H_ */

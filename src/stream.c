@@ -671,8 +671,8 @@ static ssize_t run_ring_op(struct stream_op *op)
 	} else {
 		io.off = foff;
 	}
-	ssize_t ret =
-	    request_run(op->fh, op->base, op->size, io.off, op->buf_offset, op->write, t0, 0, &io, false);
+	io.call.file_offset = io.off; /* what the failure log names */
+	ssize_t ret = request_run(&io, t0, 0, false);
 	/* Whether *bytes_p is ours: known once the last wait is queued (then
 	 * the stream may be waiting for us: no waiting for the submitter), or
 	 * once queuing failed before it (then nothing waits for us). */
@@ -728,8 +728,7 @@ static void op_run(struct async_op *aop)
 		r = run_ring_op(op);
 	} else if (op->prepared) {
 		/* Checked and resolved at submission: only the I/O is left. */
-		r = request_run(op->fh, op->base, op->size, op->file_offset, op->buf_offset, op->write,
-				stats_io_begin(), op->prep, &op->io, op->owns_handle);
+		r = request_run(&op->io, stats_io_begin(), op->prep, op->owns_handle);
 		op->owns_handle = false;
 	} else {
 		/* The stream reached the operation: read the parameters now.
@@ -974,7 +973,7 @@ int stream_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *file_offset_
 	bool owns = false;
 	ssize_t prep = request_prepare(fh, base, op->size,
 				       op->fixed & CU_FILE_STREAM_FIXED_FILE_OFFSET ? op->file_offset : 0,
-				       op->buf_offset, NULL, &op->io, &owns);
+				       op->buf_offset, op->write, NULL, &op->io, &owns);
 	op->owns_handle = owns;
 	if (prep == 0 && op->size > 0 && op->io.t.device) {
 		/* No lane, stream or event is needed (nor created: the
