@@ -11,22 +11,22 @@
  * entries in completion order and frees them (and the first Submit after a
  * Cancel frees the cancelled round's: see Rounds).
  *
- * Execution: a Submit becomes one job shared by W executor operations (W =
+ * Execution: a Submit becomes one submission shared by W executor operations (W =
  * min(executor threads, entries); OPENCUFILE_BATCH_WORKERS for
  * tests).  Each operation's thread claims consecutive entries of the
- * job, `per_claim` at a time (about nr / W, so one claim each when all
+ * submission, `per_claim` at a time (about nr / W, so one claim each when all
  * threads are free), from an atomic cursor until
  * none is left, and serves them with the batch data path (batch_io.c): one
  * staging lane per thread, merged preads and copies, one event wait and one
  * completion lock per staging buffer.  A thread that starts late or runs
- * slow simply claims less.  In a small job (no more entries than threads:
+ * slow simply claims less.  In a small submission (no more entries than threads:
  * one entry a claim) a thread reads what it claimed (its run closed:
  * bio_close) before it claims again: a run merged across claims let the
  * first thread to start take all of a small batch (contiguous entries cost
  * it one lookup each) while the others were still waking, so a batch of 8 x
- * 64 KiB took as long on 8 threads as on one.  Larger jobs keep merging
+ * 64 KiB took as long on 8 threads as on one.  Larger submissions keep merging
  * across claims: there every thread has claims of its own, and shorter runs
- * only cost more reads and copies (runs merged in small jobs too were
+ * only cost more reads and copies (runs merged in small submissions too were
  * measured, docs/benchmarks.md).  Copies stay gathered across claims
  * (up to 16, or the end of the staging buffer): queuing each claim's copies
  * when the claim was read, so that they overlap the next claim's reads,
@@ -44,22 +44,22 @@
  * Entry states live in one atomic word with a submission sequence number
  * (seq << 2 | state), so that a thread claims an entry (QUEUED -> RUNNING)
  * with one compare-and-swap and no lock, and a claim can never hit a later
- * submission of the same entry: a job remembers the seq of each of its
+ * submission of the same entry: a submission remembers the seq of each of its
  * entries.  All other transitions happen under the batch's lock.
  *
- * Lifetime: a batch is reference counted (table 1, each live job 1, each
- * API call using it 1); a job lives until its last operation has run or
+ * Lifetime: a batch is reference counted (table 1, each live submission 1, each
+ * API call using it 1); a submission lives until its last operation has run or
  * been taken out of the FIFO.  Destroy removes the batch from the table,
  * cancels entries not started, waits (without bound, as the application
- * may free its buffers when it returns) until every job has ended and
+ * may free its buffers when it returns) until every submission has ended and
  * drops the table's reference; the last reference frees the memory, so no
  * executor thread ever touches freed memory.
  *
  * Cancel: operations still in the FIFO are taken out (async_remove), and
- * every entry still QUEUED — in the FIFO, or in a job a thread has taken
+ * every entry still QUEUED — in the FIFO, or in a submission a thread has taken
  * but not reached yet — completes as CUFILE_CANCELED at once; a thread
  * that reaches it later finds its claim refused.  Then Cancel waits, at
- * most cancel_wait_ms(), until every job submitted before it has ended
+ * most cancel_wait_ms(), until every submission submitted before it has ended
  * (its running entries finished, its threads gone): when it returns 0 no
  * entry submitted before it runs any more, so the application may reuse
  * every buffer of them.  Past the bound (a userspace file system read that
@@ -74,9 +74,9 @@
  * so the handle takes SetUp's n entries again without the application
  * reaping — a batch returned to a pool after a cancel and resubmitted
  * later, as NIXL does.  An entry still running then (the cancel gave up on
- * it) keeps running on its job's own item, which holds its parameters; its
+ * it) keeps running on its submission's own item, which holds its parameters; its
  * entry slot already carries the new round, so its completion is dropped
- * (job->epoch < flushed) and touches no entry: no event of it is ever
+ * (submission->epoch < flushed) and touches no entry: no event of it is ever
  * reported in the new round, and no entry storage beyond n is needed.
  *
  * Events: status CUFILE_COMPLETE with ret = bytes (short at end of file);
@@ -145,15 +145,15 @@ struct entry {
 	CUfileStatus_t status;
 	ssize_t result;
 	uint64_t t0;  /* statistics: submission time, 0 when not counting */
-	uint64_t pt0; /* its job's prof_steps t0 (0: not profiled) */
-	bool psmall;  /* ... a small job's */
+	uint64_t pt0; /* its submission's prof_steps t0 (0: not profiled) */
+	bool psmall;  /* ... a small submission's */
 };
 
-struct job;
+struct submission;
 
-struct job_op {
+struct submission_op {
 	struct async_op aop;
-	struct job *job;
+	struct submission *submission;
 };
 
 struct member {
@@ -162,8 +162,8 @@ struct member {
 };
 
 /* One Submit: its entries, served by nops executor operations. */
-struct job {
-	struct job *prev, *next; /* the batch's live jobs, under its lock */
+struct submission {
+	struct submission *prev, *next; /* the batch's live submissions, under its lock */
 	struct batch *b;
 	unsigned n, per_claim;
 	/* Next entry to claim.  Relaxed: it only hands out distinct indices;
@@ -173,7 +173,7 @@ struct job {
 	uint64_t epoch;		 /* the batch's epoch at submission */
 	uint64_t t0;		 /* statistics: submission time, 0 when not counting */
 	struct prof_steps steps; /* the profile's timeline (profile.h) */
-	struct job_op *ops;
+	struct submission_op *ops;
 	struct member *m;
 	struct bio_item *items; /* items[i] serves m[i] */
 };
@@ -188,7 +188,7 @@ struct batch {
 	bool dead;
 	unsigned nwaiters; /* threads in cv */
 	unsigned wake_at;  /* broadcast when ndone reaches it */
-	unsigned drainers; /* Cancel/Destroy calls waiting in cv for jobs to end */
+	unsigned drainers; /* Cancel/Destroy calls waiting in cv for submissions to end */
 	uint64_t epoch;	   /* Cancel calls so far */
 	uint64_t flushed;  /* epoch at the last flush; below epoch: a flush is due */
 	unsigned nfree;
@@ -197,7 +197,7 @@ struct batch {
 	atomic_uint ndone_pub; /* ndone, for GetStatus's polling without the lock */
 	uint64_t wait_spin_ns; /* GetStatus polls that long before it sleeps */
 	unsigned *done_ring; /* DONE entries in completion order */
-	struct job *jobs;
+	struct submission *submissions;
 	struct entry e[];
 };
 
@@ -280,28 +280,28 @@ static void complete_locked(struct batch *b, struct entry *e, CUfileStatus_t sta
 		wake_locked(b);
 }
 
-/* Caller holds b->lock; the job has no operation left.  The caller drops
- * the job's reference to the batch. */
-static void job_unlink_locked(struct batch *b, struct job *j)
+/* Caller holds b->lock; the submission has no operation left.  The caller drops
+ * the submission's reference to the batch. */
+static void submission_unlink_locked(struct batch *b, struct submission *j)
 {
 	if (j->prev)
 		j->prev->next = j->next;
 	else
-		b->jobs = j->next;
+		b->submissions = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
 }
 
 /* batch_io's completion callback: items that finished, under one lock. */
-static void job_items_done(void *arg, struct bio_item *list)
+static void submission_items_done(void *arg, struct bio_item *list)
 {
-	struct job *j = arg;
+	struct submission *j = arg;
 	struct batch *b = j->b;
 	for (struct bio_item *it = list; it; it = it->next)
 		stats_batch_entry_done(it->write, it->result >= 0, it->result > 0 ? (size_t)it->result : 0,
 				       j->t0);
 	pthread_mutex_lock(&b->lock);
-	/* A job from before the last flush: its entries carry a later round
+	/* A submission from before the last flush: its entries carry a later round
 	 * now, and nobody is to hear of these (see Rounds). */
 	if (j->epoch >= b->flushed) {
 		for (struct bio_item *it = list; it; it = it->next)
@@ -312,13 +312,13 @@ static void job_items_done(void *arg, struct bio_item *list)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Executor side: claims entries of the job until none is left. */
-static void job_run(struct async_op *aop)
+/* Executor side: claims entries of the submission until none is left. */
+static void submission_run(struct async_op *aop)
 {
-	struct job *j = ((struct job_op *)((char *)aop - offsetof(struct job_op, aop)))->job;
+	struct submission *j = ((struct submission_op *)((char *)aop - offsetof(struct submission_op, aop)))->submission;
 	struct batch *b = j->b;
 	struct bio_worker w;
-	bio_begin(&w, job_items_done, j);
+	bio_begin(&w, submission_items_done, j);
 	w.steps = &j->steps;
 	prof_step(&j->steps, PROF_S_STARTED);
 	for (;;) {
@@ -337,7 +337,7 @@ static void job_run(struct async_op *aop)
 				bio_add(&w, &j->items[i]);
 			}
 		}
-		/* A small job (an entry per claim): read this claim before
+		/* A small submission (an entry per claim): read this claim before
 		 * the next (see Execution). */
 		if (j->per_claim == 1)
 			bio_close(&w);
@@ -345,15 +345,15 @@ static void job_run(struct async_op *aop)
 	bio_end(&w);
 
 	pthread_mutex_lock(&b->lock);
-	bool job_gone = --j->ops_live == 0, last = false;
-	if (job_gone) {
-		job_unlink_locked(b, j);
+	bool submission_gone = --j->ops_live == 0, last = false;
+	if (submission_gone) {
+		submission_unlink_locked(b, j);
 		last = --b->refs == 0;
 		if (b->drainers) /* never with last: a drainer holds a reference */
 			pthread_cond_broadcast(&b->cv);
 	}
 	pthread_mutex_unlock(&b->lock);
-	if (job_gone) {
+	if (submission_gone) {
 		prof_steps_end(&j->steps, j->per_claim == 1);
 		free(j);
 	}
@@ -367,7 +367,7 @@ static void job_run(struct async_op *aop)
 static unsigned cancel_locked(struct batch *b)
 {
 	unsigned removed = 0;
-	for (struct job *j = b->jobs, *next; j; j = next) {
+	for (struct submission *j = b->submissions, *next; j; j = next) {
 		next = j->next;
 		for (unsigned k = 0; k < j->nops; k++)
 			if (async_remove(&async_batch_exec, &j->ops[k].aop)) {
@@ -375,7 +375,7 @@ static unsigned cancel_locked(struct batch *b)
 				j->ops_live--;
 			}
 		if (j->ops_live == 0) {
-			job_unlink_locked(b, j);
+			submission_unlink_locked(b, j);
 			b->refs--; /* never the last: the caller holds one */
 			free(j);
 		}
@@ -459,7 +459,7 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 }
 
 /* Executor operations for n entries, and entries per claim. */
-static void plan_job(unsigned n, unsigned *nops, unsigned *per_claim)
+static void plan_submission(unsigned n, unsigned *nops, unsigned *per_claim)
 {
 	unsigned w = (unsigned)async_thread_count(&async_batch_exec);
 	uint64_t given;
@@ -472,15 +472,15 @@ static void plan_job(unsigned n, unsigned *nops, unsigned *per_claim)
 	*nops = OCF_MIN(w, (n + k - 1) / k);
 }
 
-static struct job *job_new(unsigned n, unsigned nops, unsigned per_claim)
+static struct submission *submission_new(unsigned n, unsigned nops, unsigned per_claim)
 {
-	size_t sz = sizeof(struct job) + nops * sizeof(struct job_op) + n * sizeof(struct member) +
+	size_t sz = sizeof(struct submission) + nops * sizeof(struct submission_op) + n * sizeof(struct member) +
 		    n * sizeof(struct bio_item);
-	struct job *j = malloc(sz); /* Submit fills every member and item */
+	struct submission *j = malloc(sz); /* Submit fills every member and item */
 	if (!j)
 		return NULL;
-	*j = (struct job){0};
-	j->ops = (struct job_op *)(j + 1);
+	*j = (struct submission){0};
+	j->ops = (struct submission_op *)(j + 1);
 	j->m = (struct member *)(j->ops + nops);
 	j->items = (struct bio_item *)(j->m + n);
 	j->n = n;
@@ -488,12 +488,12 @@ static struct job *job_new(unsigned n, unsigned nops, unsigned per_claim)
 	j->per_claim = per_claim;
 	atomic_init(&j->cursor, 0);
 	for (unsigned k = 0; k < nops; k++)
-		j->ops[k] = (struct job_op){
-		    .aop = {.run = job_run,
+		j->ops[k] = (struct submission_op){
+		    .aop = {.run = submission_run,
 			    .next = k + 1 < nops ? &j->ops[k + 1].aop : NULL,
-			    /* A small job: its threads stay awake for the next. */
+			    /* A small submission: its threads stay awake for the next. */
 			    .spin_after = per_claim == 1},
-		    .job = j,
+		    .submission = j,
 		};
 	return j;
 }
@@ -501,8 +501,8 @@ static struct job *job_new(unsigned n, unsigned nops, unsigned per_claim)
 /* Caller holds b->lock; the first Submit after a Cancel.  Every entry is
  * of the cancelled round(s) (Cancel completed the QUEUED ones): DONE ones
  * lose their unreported events, RUNNING ones go on without an entry (their
- * job's epoch is below `flushed` now).  The seq stays, so no claim of an
- * older job can take the entry once it is submitted again. */
+ * submission's epoch is below `flushed` now).  The seq stays, so no claim of an
+ * older submission can take the entry once it is submitted again. */
 static void flush_locked(struct batch *b)
 {
 	b->nfree = 0;
@@ -540,8 +540,8 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		return r;
 	}
 	unsigned nops, per_claim;
-	plan_job(nr, &nops, &per_claim);
-	struct job *j = job_new(nr, nops, per_claim);
+	plan_submission(nr, &nops, &per_claim);
+	struct submission *j = submission_new(nr, nops, per_claim);
 	if (!j) {
 		batch_put(b);
 		return OCF_ERR(CU_FILE_NOMEM_ERROR);
@@ -593,17 +593,17 @@ int batch_submit(CUfileBatchHandle_t id, unsigned nr, const CUfileIOParams_t *pa
 		e->pt0 = pt0;
 		e->psmall = per_claim == 1;
 		uint64_t seq = (atomic_load_explicit(&e->word, memory_order_relaxed) >> STATE_BITS) + 1;
-		/* Release: a thread whose claim sees QUEUED sees the job. */
+		/* Release: a thread whose claim sees QUEUED sees the submission. */
 		atomic_store_explicit(&e->word, seq << STATE_BITS | E_QUEUED, memory_order_release);
 		j->m[i] = (struct member){.e = e, .seq = seq};
 	}
 	b->used += nr;
 	j->epoch = b->epoch;
-	b->refs++; /* the job's */
-	j->next = b->jobs;
-	if (b->jobs)
-		b->jobs->prev = j;
-	b->jobs = j;
+	b->refs++; /* the submission's */
+	j->next = b->submissions;
+	if (b->submissions)
+		b->submissions->prev = j;
+	b->submissions = j;
 	/* Under the batch lock: a cancel must find the operations queued. */
 	prof_step(&j->steps, PROF_S_POSTED);
 	async_submit_list(&async_batch_exec, &j->ops[0].aop);
@@ -692,7 +692,7 @@ int batch_get_status(CUfileBatchHandle_t id, unsigned min_nr, unsigned *nr, CUfi
 		events[i].cookie = e->p.cookie;
 		events[i].status = e->status;
 		events[i].ret = (size_t)e->result;
-		/* Cancelled entries' jobs may never reach the timeline. */
+		/* Cancelled entries' submissions may never reach the timeline. */
 		if (e->status != CUFILE_CANCELED)
 			prof_reaped(e->pt0, e->psmall);
 		uint64_t w = atomic_load_explicit(&e->word, memory_order_relaxed);
@@ -720,10 +720,10 @@ static long cancel_wait_ms(void)
 
 /* Caller holds b->lock.  Jobs submitted before epoch `epoch` that have not
  * ended: after a cancel, those with entries still running. */
-static unsigned jobs_before_locked(const struct batch *b, uint64_t epoch)
+static unsigned submissions_before_locked(const struct batch *b, uint64_t epoch)
 {
 	unsigned n = 0;
-	for (const struct job *j = b->jobs; j; j = j->next)
+	for (const struct submission *j = b->submissions; j; j = j->next)
 		n += j->epoch < epoch;
 	return n;
 }
@@ -746,9 +746,9 @@ int batch_cancel(CUfileBatchHandle_t id)
 	pthread_mutex_lock(&b->lock);
 	b->drainers++;
 	unsigned left;
-	while ((left = jobs_before_locked(b, epoch)) != 0)
+	while ((left = submissions_before_locked(b, epoch)) != 0)
 		if (pthread_cond_timedwait(&b->cv, &b->lock, &deadline) == ETIMEDOUT &&
-		    (left = jobs_before_locked(b, epoch)) != 0) {
+		    (left = submissions_before_locked(b, epoch)) != 0) {
 			r = OCF_ERR(CU_FILE_INTERNAL_BATCH_CANCEL_ERROR);
 			break;
 		}
@@ -782,10 +782,10 @@ int batch_destroy(CUfileBatchHandle_t id)
 	unsigned removed = cancel_locked(b);
 	wake_locked(b); /* GetStatus callers return */
 	/* The application may free its buffers once Destroy returns: wait for
-	 * every job to end, entries running since a cancel gave up on them
+	 * every submission to end, entries running since a cancel gave up on them
 	 * included. */
 	b->drainers++;
-	while (b->jobs)
+	while (b->submissions)
 		pthread_cond_wait(&b->cv, &b->lock);
 	b->drainers--;
 	b->refs--;                      /* the table's reference */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * api_v116.c - cuFileDriverSetP2PFlags / cuFileDriverGetP2PFlags (1.16).
+ * api_p2p.c - cuFileDriverSetP2PFlags / cuFileDriverGetP2PFlags (1.16).
  *
  * The flags choose, per file-system or device type, a peer-to-peer
  * transport the I/O would try instead of nvidia-fs.  This library has no
