@@ -995,6 +995,9 @@ if [ "$QUICK" != write ]; then
 	env LD_PRELOAD="$OURREAL" "$GDSIO" -Z -f "$DATA" -s "$SIZE" >>"$RAW" 2>&1 || { say "gpu-bench: cannot create $DATA"; exit 2; }
 	# Warm the page cache: read it all once (CPU only, buffered).
 	env LD_PRELOAD="$OURREAL" "$GDSIO" -f "$DATA" -s "$SIZE" -x 1 -m 3 -N -w 16 -i 1M >>"$RAW" 2>&1
+	# Written back, as a file at rest is (read-ahead does not read ranges
+	# with dirty pages: docs/architecture.md).
+	sync "$DATA"
 fi
 
 # The separate-copy ceilings of 64 KiB, 256 KiB and 1 MiB blocks bound the

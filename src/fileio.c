@@ -232,6 +232,22 @@ static long cached_pages(int fd, uint64_t first, uint64_t pages)
 	return (long)cs.nr_cache;
 }
 
+int fio_range_dirty(int fd, off_t off, size_t len)
+{
+	if (__atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) || len == 0)
+		return __atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) ? -1 : 0;
+	struct ocf_cachestat_range range = {(uint64_t)off, len};
+	struct ocf_cachestat cs;
+	int fe = fault_errno(OCF_FAULT_CACHESTAT);
+	if (fe == 0 && syscall(SYS_cachestat, fd, &range, &cs, 0) == 0)
+		return cs.nr_dirty > 0;
+	int e = fe ? fe : errno;
+	if (e != ENOSYS && e != EOPNOTSUPP && e != EPERM) /* EPERM: a seccomp filter */
+		return 1;					  /* a failure: nothing told clean */
+	__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
+	return -1;
+}
+
 /* Length of the longest prefix of [off, off+n) the page cache holds (a
  * whole number of pages, at most n), or `unknown` when it cannot be told:
  * n for a buffered handle (RWF_NOWAIT, or pread, then decides), 0 for an

@@ -84,6 +84,13 @@ bool fio_op_wants_ring(const struct fio_op *op);
 /* Runs the transfer with pread/pwrite: bytes moved, or -errno. */
 ssize_t fio_op_run(const struct fio_op *op);
 
+/* Whether the page cache holds a dirty page of [off, off+len) of the file
+ * of fd (cachestat's count: a page written and not yet written back, by a
+ * write or a store through a shared mapping): 1 dirty (or cachestat
+ * failed), 0 none, -1 this kernel cannot tell (no cachestat: before Linux
+ * 6.5, or a filter refuses it). */
+int fio_range_dirty(int fd, off_t off, size_t len);
+
 /* fio_stage_read, the transfer with pread, and fio_stage_read_done. */
 ssize_t fio_read_staged(struct ocf_handle *h, struct ocf_slot *slot, off_t off, size_t n);
 /* The same for a piece of a larger request read by several threads

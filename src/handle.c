@@ -372,8 +372,11 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	else
 		log_debug("fd %d: buffered writes with pwrite: %s", h->fd, wwhy);
 	/* Read-ahead only where every writer of the file is on this machine
-	 * (an inotify watch sees only local writes): the local file systems. */
-	h->ra_ok = h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD && fs_cache_coherent_with_direct(h->fs_type);
+	 * (an inotify watch sees only local writes): the local file systems,
+	 * but tmpfs, whose pages keep no dirty state (a store through a shared
+	 * mapping would go unseen: readahead.c). */
+	h->ra_ok = h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD && fs_cache_coherent_with_direct(h->fs_type) &&
+		   strcmp(h->fs_type, "tmpfs") != 0;
 	*out = (CUfileHandle_t)(uintptr_t)h->key;
 	log_debug("handle %#llx registered: fd %d, %s, fs %s, align %u", (unsigned long long)h->key, h->fd,
 		  h->cache_reads ? "O_DIRECT, cached pages by copy"

@@ -33,11 +33,18 @@
  * change); (2) fstat's size and times, which every write updates when it
  * begins, Linux AIO included (which queues no event).  A write that ended
  * before the read began is therefore seen, except an AIO write in flight
- * when the fill began whose bytes landed after the fill read them; stores
- * through a writable shared mapping raise no event either.  Such a file
- * should be read with OPENCUFILE_READAHEAD=off (docs/configuration.md).
- * Where the watch cannot be made (no /proc, no inotify, the watch limit),
- * no window opens.
+ * when the fill began whose bytes landed after the fill read them.  Stores
+ * through a writable shared mapping raise no event; a store to a clean
+ * page faults and updates the times (the kernel write-protects clean pages
+ * of shared mappings), a store to a dirty page changes nothing visible.
+ * So (3) a fill reads nothing of a range that has a dirty page (cachestat,
+ * after the stamp, before the read: fill_slot), and a window opens only
+ * where the bytes it would read first are clean (clean_ahead).  A store
+ * after that check is to a clean page, or to one a store or write after
+ * the stamp dirtied: either changed the times.  Without cachestat (before
+ * Linux 6.5) the third signal is missing and gdscheck says so; tmpfs keeps
+ * no dirty state, so its files get no windows (handle.c).  Where the watch
+ * cannot be made (no /proc, no inotify, the watch limit), no window opens.
  *
  * A window is closed - its fills waited for, its lanes given back - when a
  * read at its start finds RA_CALLERS_MAX callers busy or cannot be served,
@@ -195,6 +202,7 @@ struct ocf_ra {
 	pthread_mutex_t lock; /* everything here and in the windows but atomics */
 	struct {
 		off_t next_off; /* where the stream's last read ended (-1: none) */
+		off_t dirty_end; /* no window for reads before this: dirty pages */
 		int streak;	/* reads in a row that began where the one before ended */
 		uint64_t used;	/* when it last matched a read (for replacement) */
 	} det[RA_STREAMS];
@@ -341,7 +349,16 @@ static bool claim_slot(struct ra_slot *s)
 static void fill_slot(struct ra_win *ra, struct ra_slot *s)
 {
 	s->gen = file_changes();
-	ssize_t got = stamp_of(ra->h->fd, &s->stamp) ? fio_read_staged(ra->h, s->st, s->off, s->len) : -errno;
+	ssize_t got = stamp_of(ra->h->fd, &s->stamp) ? 0 : -errno;
+	/* After the stamp, before the read: a range with a dirty page is not
+	 * read ahead (a store to a dirty page through a shared mapping changes
+	 * nothing the stamp or the watch sees).  Clean pages are write-
+	 * protected, so that a store to one after this updates the times the
+	 * stamp holds. */
+	if (got == 0 && fio_range_dirty(ra->h->fd, s->off, s->len) == 1)
+		got = -EAGAIN;
+	if (got == 0)
+		got = fio_read_staged(ra->h, s->st, s->off, s->len);
 	if (got > 0)
 		fio_flush_before_copy(slot_data(ra, s), (size_t)got, INT_MAX);
 	s->got = got;
@@ -714,8 +731,33 @@ static int stream_of(struct ocf_ra *ra, off_t off, uint64_t now, bool *seq)
 	}
 	*seq = false;
 	ra->det[lru].streak = 0;
+	ra->det[lru].dirty_end = 0;
 	ra->det[lru].used = now;
 	return lru;
+}
+
+/* Whether the bytes a window for stream d would read first, after a read
+ * of io->len that ends at `end`, are clean in the page cache (fill_slot:
+ * dirty ones are not read ahead).  A dirty range keeps the stream from
+ * trying again before its reads pass it, so that a file being written
+ * costs one cachestat per window's length, not one per read. */
+static bool clean_ahead(struct ocf_ra *owner, int d, const struct ocf_io *io, off_t end)
+{
+	if (end < owner->det[d].dirty_end)
+		return false;
+	size_t want = OCF_MAX((size_t)RA_WINDOW_MIN, 4 * io->len);
+	int dirty = fio_range_dirty(owner->h->fd, end, want);
+	if (dirty < 0) {
+		static atomic_bool said;
+		if (!atomic_exchange(&said, true))
+			log_info("read-ahead: the kernel does not answer cachestat (Linux 6.5): stores through a "
+				 "shared mapping into dirty pages are not seen (OPENCUFILE_READAHEAD=off for such files)");
+	}
+	if (dirty != 1)
+		return true;
+	owner->det[d].dirty_end = end + (off_t)want;
+	log_debug("read-ahead: no window from %lld on descriptor %d: dirty pages", (long long)end, owner->h->fd);
+	return false;
 }
 
 /* The engine's read hook (engine.h). */
@@ -748,7 +790,7 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 		int d = stream_of(owner, io->off, now, &seq);
 		owner->det[d].next_off = end;
 		if (seq && owner->det[d].streak >= 1 && others < RA_CALLERS_MAX &&
-		    !pool_has_waiters(&io->t.gpu->pool)) {
+		    !pool_has_waiters(&io->t.gpu->pool) && clean_ahead(owner, d, io, end)) {
 			/* A closed window of this handle, or its stalest one. */
 			struct ra_win *w = NULL;
 			for (int i = 0; i < RA_STREAMS; i++) {

@@ -295,6 +295,27 @@ static void check_kernel(const struct dr_kconfig *kcfg, bool *nvfs, bool *p2p)
 		printf("  io_uring: not available (%s)\n", strerror(errno));
 	}
 
+	/* Read-ahead's view of writes (src/readahead.c): stores through a
+	 * shared mapping into pages already dirty are seen only through
+	 * cachestat's count of dirty pages. */
+	struct {
+		uint64_t off, len;
+	} range = {0, 4096};
+	uint64_t counts[5];
+	int cfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	long cs = cfd >= 0 ? syscall(451 /* cachestat */, cfd, &range, counts, 0) : -1;
+	const char *why = cs == 0 ? "" : strerror(errno);
+	if (cfd >= 0)
+		close(cfd);
+	if (cs == 0)
+		printf("  read-ahead: sees every write that ended before a read began (inotify, the file's times, "
+		       "cachestat's dirty pages: ranges with dirty pages are not read ahead), but a Linux AIO "
+		       "write still in flight; no windows on tmpfs or network file systems\n");
+	else
+		printf("  read-ahead: cachestat not answered (%s; Linux 6.5): stores through a shared mapping into "
+		       "pages already dirty are NOT seen; read such files with OPENCUFILE_READAHEAD=off\n",
+		       why);
+
 	*nvfs = exists("/proc/driver/nvidia-fs");
 	printf("  nvidia-fs: %s\n", *nvfs ? "loaded (/proc/driver/nvidia-fs); opencufile does not use it"
 					  : "not loaded (no /proc/driver/nvidia-fs)");
