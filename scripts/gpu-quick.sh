@@ -122,6 +122,7 @@ for step in "$@"; do
 		F=$SCR/bench.dat
 		[ -s "$F" ] || "$BUILD/tools/gdsio" -Z -f "$F" -s 4G >/dev/null
 		cat "$F" >/dev/null
+		sync "$F" # at rest: read-ahead does not read ranges with dirty pages
 		IFS=, read -r -a a <<<"${step#gdsio:}"
 		{
 			echo "## gdsio ${a[*]}"
