@@ -42,8 +42,19 @@
 #   most programs issue (one thread x 1 MiB, sequential and random, and x 4
 #   MiB; 4 threads x 256 KiB; 16 threads x 64 KiB; registered memory, each
 #   thread its own buffer, with the separate-copy ceilings of those sizes),
-#   each run GPU_BENCH_QUICK_T seconds (0.6), 5 repetitions: about 4
-#   minutes for two libraries.
+#   and the shapes of client libraries that read through O_DIRECT handles
+#   into unregistered memory (KvikIO): 8 and 4 threads x 4 MiB, one thread x
+#   1 MiB at random offsets, 16 threads x 64 KiB, each beside the same shape
+#   buffered and registered (ids ending _dio_ur against _r: the 0.95x
+#   targets), and the thread pool's shape (gdsio -q: each read cut into 4
+#   MiB pieces that the threads take from one queue, the next read when all
+#   its pieces are done): 16 MiB reads on 4 and 8 threads, and the whole
+#   data set as one read on 8 threads (pool4_16m pool8_16m pool8_4g), with
+#   the staged ceilings of 4 MiB chunks beside them; each run
+#   GPU_BENCH_QUICK_T seconds (0.6), 5 repetitions: about 4 minutes for two
+#   libraries without the nine client-library rows, which take about as
+#   long each as the others and come last (rows past GPU_BENCH_BUDGET are
+#   skipped and named).
 #   GPU_BENCH_QUICK=kv: the KV-cache rows only (batches of 128 x 64 KiB, 16
 #   batches in flight from 4 threads, 128 x 1 MiB batches, 16 threads x 64
 #   KiB and 1 MiB plain calls, reads and writes, the time from submit to the
@@ -147,7 +158,7 @@ QT=${GPU_BENCH_QUICK_T:-0.6}
 BASELIB=${OPENCUFILE_BASE_LIB:-}
 TQ=() # -T for the quick mode's timed rows
 if [ "$QUICK" = loader ]; then
-	ONLY=${GPU_BENCH_ONLY:-"ceilings t1_1m_r t1_1m_rr t1_4m_r t1_16m t1_16m_r t4_256k_r t16_64k_r t8_16m t8_16m_ur t16_16m_sh t16_1m t16_1m_r lat4k lat4k_r async256 w4g"}
+	ONLY=${GPU_BENCH_ONLY:-"ceilings t1_1m_r t1_1m_rr t1_4m_r t1_16m t1_16m_r t4_256k_r t16_64k_r t8_16m t8_16m_ur t16_16m_sh t16_1m t16_1m_r lat4k lat4k_r async256 w4g t8_4m_r t8_4m_dio_ur t4_4m_r t4_4m_dio_ur t1_1m_rr_dio_ur t16_64k_dio_ur pool4_16m pool8_16m pool8_4g"}
 	REPS=${GPU_BENCH_REPS:-5}
 	TQ=(-T "$QT")
 	LATT=1
@@ -397,7 +408,7 @@ run_gdsio() {
 	local k
 	while read -r k v; do [ -n "${ex[$k]+set}" ] || ex[$k]=$v; done < <(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i ~ /.:$/) print $i, $(i + 1)}' "$RUNOUT")
 	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB overlap io_GB_per_sec io_GB_per_sec_with_kernel \
-		batch_avg_usecs batch_p50_usecs batch_p99_usecs; do
+		batch_avg_usecs batch_p50_usecs batch_p99_usecs request_avg_usecs request_p99_usecs; do
 		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} ${ex[$m:]:-}"
 	done
 	v=$(sed -n 's/.*Avg_Latency: \([0-9.]*\) usecs.*/\1/p' "$RUNOUT" | head -1)
@@ -818,6 +829,19 @@ ROWS=(
 	"t4_256k_r|GB_per_sec|warm, 4 threads x 256 KiB calls, registered (GB/s)|>= 25, CPU <= 0.25 (256 KiB copies: h2d_pinned_256KiB_best)|ge:25 cpule:0.25|0"
 	"t16_64k_r|GB_per_sec|warm, 16 threads x 64 KiB calls, registered (GB/s)|>= 23 or >= 0.8x grouped copies, CPU <= 0.40 (64 KiB copies: h2d_pinned_64KiB_best, grouped: h2d_pinned_64KiB_grouped16_best)|geor:23:0.8:h2d_pinned_64KiB_grouped16_best cpule:0.40|0"
 	"t16_64k_r|p99_usecs|  ... p99 (us)|<= 174 (f3f6883)|le:174|1"
+	"t1_1m_rr_dio_ur|GB_per_sec|warm file, O_DIRECT fd, 1 thread x 1 MiB calls at random offsets, device unregistered (GB/s)|>= 0.95x buffered registered (t1_1m_rr)|xrow:0.95:t1_1m_rr|0"
+	"t16_64k_dio_ur|GB_per_sec|warm file, O_DIRECT fd, 16 threads x 64 KiB calls, device unregistered (GB/s)|>= 0.95x buffered registered (t16_64k_r)|xrow:0.95:t16_64k_r|0"
+	"t4_4m_r|GB_per_sec|warm, 4 threads x 4 MiB calls, device registered (GB/s)|CPU <= NVIDIA (4 MiB staged: staged_4threads_4MiB)|cpunv|0"
+	"t4_4m_dio_ur|GB_per_sec|warm file, O_DIRECT fd, 4 threads x 4 MiB calls, device unregistered (GB/s)|>= 0.95x buffered registered (t4_4m_r), CPU <= NVIDIA|xrow:0.95:t4_4m_r cpunv|0"
+	"t8_4m_r|GB_per_sec|warm, 8 threads x 4 MiB calls, device registered (GB/s)|CPU <= NVIDIA (4 MiB staged: staged_8threads_4MiB)|cpunv|0"
+	"t8_4m_dio_ur|GB_per_sec|warm file, O_DIRECT fd, 8 threads x 4 MiB calls, device unregistered (GB/s)|>= 0.95x buffered registered (t8_4m_r), CPU <= NVIDIA|xrow:0.95:t8_4m_r cpunv|0"
+	"pool4_16m|GB_per_sec|pool: 16 MiB reads, each cut into 4 MiB pieces on 4 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 4 threads x 4 MiB (t4_4m_r), CPU <= NVIDIA|xrow:0.95:t4_4m_r cpunv|0"
+	"pool4_16m|request_avg_usecs|  ... one 16 MiB read: avg (us)|||1"
+	"pool4_16m|request_p99_usecs|  ... p99 (us)|||1"
+	"pool8_16m|GB_per_sec|pool: 16 MiB reads, each cut into 4 MiB pieces on 8 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), CPU <= NVIDIA|xrow:0.95:t8_4m_r cpunv|0"
+	"pool8_16m|request_avg_usecs|  ... one 16 MiB read: avg (us)|||1"
+	"pool8_16m|request_p99_usecs|  ... p99 (us)|||1"
+	"pool8_4g|GB_per_sec|pool: the whole data set as one read cut into 4 MiB pieces on 8 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), CPU <= NVIDIA|xrow:0.95:t8_4m_r cpunv|0"
 	"t1_16m|GB_per_sec|warm, 1 thread x 16 MiB calls, device unregistered (GB/s)|>= 15 (NVIDIA 6.3)|ge:15|0"
 	"t1_16m_r|GB_per_sec|warm, 1 thread x 16 MiB calls, device registered (GB/s)|>= NVIDIA, CPU <= NVIDIA and <= 0.18|xnv:1 cpunv cpule:0.18|0"
 	"t16_1m|GB_per_sec|warm, 16 threads x 1 MiB calls, device unregistered (GB/s)|>= 1.3x NVIDIA|xnv:1.3|0"
@@ -1047,6 +1071,25 @@ workload lat4k_r  0 60 25 "${F[@]}" -x 0 -m 0 -N -w 1 -s "$SIZE" -i 4K -I 2 -T "
 workload batch128 0 15 20 "${F[@]}" -x 5 -B 128 -m 0 -b -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload batch32r 0 15 20 "${F[@]}" -x 5 -B 32 -m 0 -N -w 1 -s "$BATCHSZ" -i 64K -t 5
 workload async256 0 30 20 "${F[@]}" -x 3 -B "$ASYNC_B" -m 0 -b -N -w 1 -s "$SIZE" -i 16M
+# The shapes of client libraries that read through an O_DIRECT handle into
+# unregistered device memory (KvikIO), each beside the same shape buffered
+# and registered (_r); then the thread pool's shape (gdsio -q): each read
+# cut into 4 MiB pieces that the threads take from one shared queue, the
+# next read when all its pieces are done (pread().get()), 16 MiB reads and
+# the whole data set as one.  Last of the loader rows: a budget that runs
+# out skips these, not the rows above.  The full run (no GPU_BENCH_ONLY, no
+# quick mode) leaves them out, so that they take no time from its rows.
+if [ "$QUICK" = loader ] || [ -n "$ONLY" ]; then
+	workload t8_4m_r         0 60 20 "${F[@]}" -x 0 -m 0 -N -w 8 -s "$SIZE" -i 4M "${TQ[@]}"
+	workload t8_4m_dio_ur    0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -s "$SIZE" -i 4M "${TQ[@]}"
+	workload t4_4m_r         0 60 20 "${F[@]}" -x 0 -m 0 -N -w 4 -s "$SIZE" -i 4M "${TQ[@]}"
+	workload t4_4m_dio_ur    0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 4 -s "$SIZE" -i 4M "${TQ[@]}"
+	workload t1_1m_rr_dio_ur 0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 1 -s "$SIZE" -i 1M -I 2 "${TQ[@]}"
+	workload t16_64k_dio_ur  0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 16 -s "$SIZE" -i 64K "${TQ[@]}"
+	workload pool4_16m       0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 4 -s "$SIZE" -i 16M -q 4M "${TQ[@]}"
+	workload pool8_16m       0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -s "$SIZE" -i 16M -q 4M "${TQ[@]}"
+	workload pool8_4g        0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -s "$SIZE" -i "$SIZE" -q 4M "${TQ[@]}"
+fi
 # I/O overlapped with a compute kernel (bench/overlap: kernel alone, I/O
 # alone, both; the kernel lasts as long as the I/O alone did).
 if [ -x "$OVERLAP" ]; then

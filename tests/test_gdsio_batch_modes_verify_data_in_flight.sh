@@ -34,12 +34,9 @@ F=$T/data W=$T/wdata
 # A sanitizer runtime wants to be first in the process; the spy comes first.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 fails=0
-bad() { # name text
-	echo "FAIL $1: $2"
-	cat "$T/out"
-	[ -f "$T/spy" ] && cat "$T/spy"
-	fails=$((fails + 1))
-}
+# bad, judge, spy, extra, expect
+# shellcheck source=gdsio_spy_lib.sh
+. "$(dirname "$0")/gdsio_spy_lib.sh"
 run() { # name expected-rc gdsio-args...: a verified run (exit 0: all passed)
 	check_pass=1
 	run_any "$@"
@@ -56,26 +53,7 @@ run_any() {
 	shift 2
 	rm -f "$T/spy"
 	GDSIO_BATCH_SPY=$T/spy LD_PRELOAD="$SPY${LD_PRELOAD:+:$LD_PRELOAD}" "$GDSIO" "$@" >"$T/out" 2>&1
-	rc=$?
-	if [ "$rc" = 77 ]; then cat "$T/out"; exit 77; fi
-	if [ "$rc" != "$want" ]; then
-		bad "$name" "exit $rc, want $want: gdsio $*"
-		return 1
-	fi
-	if [ "$want" = 0 ] && [ "$check_pass" = 1 ] && ! grep -q 'Verify: PASS Status: ok' "$T/out"; then
-		bad "$name" "no 'Verify: PASS Status: ok'"
-		return 1
-	fi
-	echo "ok   $name"
-	return 0
-}
-# spy NAME: the counter NAME of the last run
-spy() { sed -n "s/.*\<$1=\([0-9]*\).*/\1/p" "$T/spy" 2>/dev/null; }
-# extra KEY: the number after KEY: in the last run's Extra line
-extra() { sed -n "s/^Extra:.* $1: \([0-9.]*\).*/\1/p" "$T/out" | head -1; }
-expect() { # name counter op value
-	v=$(spy "$2")
-	if [ -z "$v" ] || ! test "$v" "$3" "$4"; then bad "$1" "$2=${v:-missing}, want $3 $4"; fi
+	judge "$name" "$want" "$check_pass" $? "$@"
 }
 expect_extra() { # name key op value
 	v=$(extra "$2")

@@ -13,6 +13,10 @@
 #    names its cache drop and time limit; every row of these modes is warm
 #    and must not drop the page cache, and every limit is at least 1 s;
 #  - every row the mode lists got a figure or a status in the table;
+#  - every loader row named here (the client-library rows among them: O_DIRECT
+#    unregistered beside buffered registered, and gdsio's pool shape) passed
+#    its verified run and got a figure, and a pool row's request latency
+#    reached the table;
 #  - a copy of the script whose KV rows pass the cold and time-limit
 #    arguments in the wrong order (the mistake that once made every KV row
 #    drop the cache and run without a limit) exits 4 with a PLAN ERROR for
@@ -77,11 +81,17 @@ check() {
 dry kv "$SRC/scripts/gpu-bench.sh" "$T/kv"
 check kv "$T/kv" $?
 loader_rows="t1_1m_r t1_1m_rr t1_4m_r t1_16m t1_16m_r t4_256k_r t16_64k_r t8_16m t16_1m_r lat4k_r async256 w4g"
+loader_rows+=" t8_4m_r t8_4m_dio_ur t4_4m_r t4_4m_dio_ur t1_1m_rr_dio_ur t16_64k_dio_ur pool4_16m pool8_16m pool8_4g"
 dry loader "$SRC/scripts/gpu-bench.sh" "$T/loader" GPU_BENCH_ONLY="$loader_rows"
 check loader "$T/loader" $?
 for id in $loader_rows; do
 	grep -q "^plan: $id " "$T/loader/out" || bad loader "row $id of the loader mode has no plan line"
+	# Verified, and a figure from the timed repetition.
+	grep -q "^\[t=[0-9]*s\] $id: ours PASS \[[0-9]" "$T/loader/out" || bad loader "row $id: no verified run with a figure"
 done
+# The pool rows ran gdsio's pool shape, and their request latencies reached the table.
+grep -q '^### .* pool8_4g ours rep=1 rc=0: gdsio .* -q 4M' "$T/loader/bench.log" || bad loader "pool8_4g did not run gdsio -q"
+grep -q '^| *\.\.\. one 16 MiB read: avg (us) | not run | [0-9]' "$T/loader/out" || bad loader "no request latency of a pool row in the table"
 # Several processes, one per GPU: two at once on the stand-in's two GPUs.
 dry tp "$SRC/scripts/gpu-bench.sh" "$T/tp" GPU_BENCH_TP_GPUS=2
 check tp "$T/tp" $?

@@ -204,6 +204,12 @@ static void usage(FILE *f)
 		   "  -A        all threads share ONE buffer of the data set's size (-s), registered\n"
 		   "            once (unless -b); an op at file offset F uses buffer byte F - -o\n"
 		   "            (the fastsafetensors shape); needs -f and -x 0, 1 or 2\n"
+		   "  -q PIECE  pool: each -i request is cut into pieces of PIECE bytes that the\n"
+		   "            -w threads take from one shared queue (a thread pool's pread:\n"
+		   "            KvikIO), each piece one cuFileRead into its part of ONE buffer of\n"
+		   "            the request's size (registered unless -b); the next request, the\n"
+		   "            next -i bytes of the file, starts when all its pieces are done;\n"
+		   "            needs -f, -x 0, 1 or 2, -I 0, PIECE dividing every -i size\n"
 		   "  -v N      issue each op as cuFileReadv/cuFileWritev of N pieces: one\n"
 		   "            contiguous file range, the pieces laid out in the buffer in\n"
 		   "            reverse order (never adjacent in memory); needs -x 0\n"
@@ -233,7 +239,10 @@ static void usage(FILE *f)
 		   "time from enqueueing a group to its stream synchronisation; batch (-x 5)\n"
 		   "latency the time from a batch's submit to the collection of each entry, and\n"
 		   "'Extra:' ends with the batches and the time from each one's submit to its\n"
-		   "last completion: batch_avg_usecs, batch_p50_usecs, batch_p99_usecs.\n"
+		   "last completion: batch_avg_usecs, batch_p50_usecs, batch_p99_usecs.  With\n"
+		   "-q ops and latency are per piece, and 'Extra:' ends with the requests, the\n"
+		   "piece size and each request's time from its start to its last piece:\n"
+		   "requests, piece_bytes, request_avg_usecs, request_p50_usecs, request_p99_usecs.\n"
 		   "Exit status: 0 ok, 1 I/O or verification failure, 2 usage, 3 not supported\n"
 		   "by the library (async/batch).  OPENCUFILE_LIBCUDA overrides libcuda.so.1.\n");
 }
@@ -243,7 +252,7 @@ int main(int argc, char **argv)
 	int opt, batch_opts = 0;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:RnMFh")) != -1) {
+	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:q:RnMFh")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -352,6 +361,13 @@ int main(int argc, char **argv)
 		case 'v':
 			o.vec = parse_count(optarg, 'v', 1024);
 			break;
+		case 'q': {
+			uint64_t v;
+			if (parse_size(optarg, &v) || !v)
+				die_usage("bad piece size '%s' for -q", optarg);
+			o.piece = (size_t)v;
+			break;
+		}
 		case 'R':
 			o.scatter = 1;
 			batch_opts = 1;
@@ -406,6 +422,23 @@ int main(int argc, char **argv)
 				  o.batches);
 	if (o.vec && o.xfer != X_GPUD)
 		die_usage("-v (cuFileReadv/Writev) needs -x 0");
+	if (o.piece) {
+		/* The pool shape reads one file in order, with plain synchronous
+		 * calls; the other shapes have their own buffers and loops. */
+		if (o.dir)
+			die_usage("-q (pool) reads one file through one handle: give -f, not -D");
+		if (group_mode())
+			die_usage("-q (pool) issues synchronous calls: -x 0, 1 or 2 (not async or batch modes)");
+		if (o.iotype != IO_READ)
+			die_usage("-q (pool) reads the file in order: it needs -I 0 (writes and random reads "
+				  "are not supported)");
+		if (o.shared || o.vec || o.mix)
+			die_usage("-q (pool) has its own buffer and ops: not with -A, -v or -M");
+		for (int i = 0; i < o.nios; i++)
+			if (o.ios[i] % o.piece)
+				die_usage("-q %zu: the piece must divide every request size (-i), not %zu",
+					  o.piece, o.ios[i]);
+	}
 	if (o.vec && resolve_vector_io() != 0) {
 		fprintf(stderr,
 			"gdsio: -v: the libcufile in use has no cuFileReadv/cuFileWritev (cuFile 1.19)\n");

@@ -8,6 +8,8 @@
  *   gdsio_worker.c   a worker's setup and teardown, the synchronous loop
  *                    (cuFileRead/Write, cuFileReadv/Writev, pread/pwrite)
  *   gdsio_batch.c    the grouped loops: cuFile*Async on a stream, cuFileBatchIO
+ *   gdsio_pool.c     the pool loop (-q): requests cut into pieces that the
+ *                    threads take from one shared queue
  *   gdsio_verify.c   the file pattern: test files, filling, checking
  *   gdsio_buffer.c   the memory types (-m) and host scratch
  *   gdsio_report.c   the banner, result lines, CSV and SVG
@@ -74,6 +76,7 @@ struct opts {
 	int skip_reg, verify, unaligned, odirect, sweep, prepare_only;
 	int shared;   /* -A: one buffer of the data set's size shared by all threads */
 	unsigned vec; /* -v: each op is a cuFileReadv/Writev of this many pieces (0: off) */
+	size_t piece; /* -q: pool mode, each -i request cut into pieces of this size (0: off) */
 	double duration, batch_timeout;
 	unsigned seed;
 	unsigned depth;	  /* -B: operations per async group / batch */
@@ -163,12 +166,29 @@ struct worker {
 	unsigned nbatch;	    /* handles set up */
 	uint64_t rng;
 	struct hist *hist;  /* per op */
-	struct hist *bhist; /* -x 5: per batch, submit to last completion */
+	struct hist *bhist; /* -x 5: per batch, submit to last completion; -q: per request */
 	uint64_t bytes, ops;
 	double t_end;
 	_Atomic uint64_t progress; /* relaxed: only read for the progress line */
 	int status;
 	char msg[512];
+};
+
+/* -q: the shared queue of a run.  Piece tickets are drawn from `next` in
+ * order; ticket g is piece g % npieces of request g / npieces.  Request r
+ * may start once `avail` has reached r (every piece of the requests before
+ * it done); `limit` is the number of requests that run (a pass, or with -T
+ * set when the first request after the deadline would start). */
+struct pool {
+	uint64_t nreq;	  /* requests in one pass over the data set */
+	uint64_t npieces; /* pieces per request */
+	atomic_ullong next;	 /* relaxed: hands out tickets */
+	atomic_ullong pieces_done; /* acq/rel: pieces completed, all requests */
+	atomic_ullong avail;	 /* release by the finisher, acquire by takers */
+	atomic_ullong limit;	 /* as avail */
+	uint64_t t_start_ns;	 /* when request `avail` became available */
+	pthread_mutex_t mu;	 /* with cv: takers wait here for `avail` */
+	pthread_cond_t cv;
 };
 
 struct run {
@@ -182,8 +202,9 @@ struct run {
 	int fd, vfd;
 	CUfileHandle_t fh;
 	int fh_ok;
-	struct buffer shared; /* -A: allocated and registered once, for all threads */
+	struct buffer shared; /* -A, -q: allocated and registered once, for all threads */
 	int shared_registered;
+	struct pool pool; /* -q */
 };
 
 struct result {
@@ -191,7 +212,7 @@ struct result {
 	size_t io;
 	uint64_t bytes, planned, ops;
 	double secs, cpu_user, cpu_sys;
-	struct hist h, bh; /* per op; per batch (-x 5) */
+	struct hist h, bh; /* per op; per batch (-x 5) or request (-q) */
 	int status;
 	char msg[512];
 };
@@ -212,9 +233,18 @@ static inline int group_mode(void)
 {
 	return o.xfer == X_ASYNC || o.xfer == X_ASYNC_REG || o.xfer == X_BATCH;
 }
-/* A worker's buffer: one IO size per op it may have in flight. */
+/* One buffer for the whole run instead of one per worker: -A (the data
+ * set's size) or -q (one request's size). */
+static inline int run_buffer(void)
+{
+	return o.shared || o.piece;
+}
+/* A worker's buffer: one IO size per op it may have in flight (-q: one
+ * piece, its part of the run's buffer). */
 static inline size_t worker_buflen(size_t io)
 {
+	if (o.piece)
+		return o.piece;
 	if (!group_mode())
 		return io;
 	return io * o.depth * (o.xfer == X_BATCH ? o.batches : 1);
@@ -234,12 +264,19 @@ static inline int effective_mem(void)
 void worker_fail(struct worker *w, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 uint64_t op_offset(struct worker *w, uint64_t k);
 int keep_going(struct worker *w, uint64_t k, double t);
+int do_io(struct worker *w, size_t at, uint64_t off, size_t n);
 int resolve_vector_io(void);
 void *worker_main(void *arg);
 
 /* --------------------------------------------------------- gdsio_batch.c */
 
 void loop_group(struct worker *w);
+
+/* ---------------------------------------------------------- gdsio_pool.c */
+
+int pool_init(struct run *run);
+void pool_fini(struct run *run);
+void loop_pool(struct worker *w);
 
 /* -------------------------------------------------------- gdsio_verify.c */
 

@@ -73,6 +73,14 @@ void print_result(const struct result *r)
 		       (unsigned long long)r->bh.count,
 		       r->bh.count ? (double)r->bh.sum_ns / (double)r->bh.count / 1e3 : 0,
 		       hist_pct_us(&r->bh, 0.50), hist_pct_us(&r->bh, 0.99));
+	/* -q: each request from the moment it could start to its last piece
+	 * (the op figures above are per piece). */
+	if (o.piece)
+		printf(" requests: %llu piece_bytes: %zu request_avg_usecs: %.3f request_p50_usecs: %.3f "
+		       "request_p99_usecs: %.3f",
+		       (unsigned long long)r->bh.count, o.piece,
+		       r->bh.count ? (double)r->bh.sum_ns / (double)r->bh.count / 1e3 : 0,
+		       hist_pct_us(&r->bh, 0.50), hist_pct_us(&r->bh, 0.99));
 	printf("\n");
 	if (r->status != ST_OK)
 		printf("ERROR: %s\n", r->msg);
@@ -273,5 +281,10 @@ void print_banner(void)
 	if (o.vec)
 		printf("# each op is one %s of %u pieces in reverse buffer order (-v)\n",
 		       is_write() ? "cuFileWritev" : "cuFileReadv", o.vec);
+	if (o.piece)
+		printf("# pool (-q): each request of the IO size cut into pieces of %zu bytes, taken by the "
+		       "threads from one shared queue into ONE buffer of the request's size; the next "
+		       "request starts when all its pieces are done\n",
+		       o.piece);
 	fflush(stdout);
 }

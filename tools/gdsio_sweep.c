@@ -56,6 +56,7 @@ static void run_one(size_t io, int nthreads, struct result *res)
 {
 	struct run run;
 	char eb[160];
+	int pool_ok = 0;
 	memset(&run, 0, sizeof(run));
 	memset(res, 0, sizeof(*res));
 	res->threads = nthreads, res->io = io;
@@ -64,7 +65,9 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	/* Split the data set: -f shares -s among threads, -D gives each -s. */
 	uint64_t per_file_ops = o.size / io;
 	uint64_t total_ops = o.dir ? per_file_ops * (uint64_t)nthreads : per_file_ops;
-	if (per_file_ops == 0 || (!o.dir && total_ops < (uint64_t)nthreads)) {
+	/* -q: the threads share the pieces of each request, one request is
+	 * enough for any number of them. */
+	if (per_file_ops == 0 || (!o.dir && !o.piece && total_ops < (uint64_t)nthreads)) {
 		res->status = ST_SKIPPED;
 		snprintf(res->msg, sizeof(res->msg),
 			 "data set %llu bytes too small for %d thread(s) of %zu-byte IOs",
@@ -117,29 +120,39 @@ static void run_one(size_t io, int nthreads, struct result *res)
 		}
 	}
 
-	if (o.shared) {
-		/* The fastsafetensors shape: one buffer of the data set's size,
-		 * registered once, each thread reading its own part of it. */
+	if (run_buffer()) {
+		/* The fastsafetensors shape (-A): one buffer of the data set's
+		 * size, registered once, each thread reading its own part of it.
+		 * The pool shape (-q): one buffer of a request, each piece read
+		 * into its part by whichever thread takes it. */
 		char why[512];
-		if (buffer_alloc(&run.shared, effective_mem(), (size_t)o.size, o.gpu, why, sizeof(why))) {
+		size_t len = o.shared ? (size_t)o.size : io;
+		const char *opt = o.shared ? "-A" : "-q";
+		if (buffer_alloc(&run.shared, effective_mem(), len, o.gpu, why, sizeof(why))) {
 			res->status = ST_SETUP;
-			snprintf(res->msg, sizeof(res->msg), "shared buffer (-A): %.400s", why);
+			snprintf(res->msg, sizeof(res->msg), "shared buffer (%s): %.400s", opt, why);
 			goto close_fh;
 		}
 		if (uses_cufile(o.xfer) && !o.skip_reg) {
-			CUfileError_t e = cuFileBufRegister(run.shared.ptr, (size_t)o.size, 0);
+			CUfileError_t e = cuFileBufRegister(run.shared.ptr, len, 0);
 			if (e.err) {
 				res->status = ST_SETUP;
-				snprintf(
-				    res->msg, sizeof(res->msg),
-				    "cuFileBufRegister(%s, %llu) of the shared buffer: %s (use -b to run "
-				    "unregistered)",
-				    mem_name[run.shared.kind], (unsigned long long)o.size,
-				    cufile_err(e, eb, sizeof(eb)));
+				snprintf(res->msg, sizeof(res->msg),
+					 "cuFileBufRegister(%s, %zu) of the shared buffer (%s): %s (use -b to "
+					 "run unregistered)",
+					 mem_name[run.shared.kind], len, opt, cufile_err(e, eb, sizeof(eb)));
 				goto close_fh;
 			}
 			run.shared_registered = 1;
 		}
+	}
+	if (o.piece) {
+		if (pool_init(&run)) {
+			res->status = ST_SETUP;
+			snprintf(res->msg, sizeof(res->msg), "cannot make the pool's queue");
+			goto close_fh;
+		}
+		pool_ok = 1;
 	}
 	run.w = calloc((size_t)nthreads, sizeof(*run.w));
 	char(*paths)[4096] = o.dir ? calloc((size_t)nthreads, sizeof(*paths)) : NULL;
@@ -183,6 +196,7 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	getrusage(RUSAGE_SELF, &ru0);
 	run.t0 = now();
 	run.deadline = run.t0 + o.duration;
+	run.pool.t_start_ns = now_ns(); /* -q: request 0 is available from the start */
 	pthread_barrier_wait(&run.go);
 	double last = run.t0;
 	while (atomic_load_explicit(&run.done, memory_order_acquire) < nthreads) {
@@ -228,6 +242,8 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	free(paths);
 	free(run.w);
 close_fh:
+	if (pool_ok)
+		pool_fini(&run);
 	if (run.shared_registered)
 		cuFileBufDeregister(run.shared.ptr);
 	buffer_free(&run.shared);

@@ -61,7 +61,7 @@ int resolve_vector_io(void)
 
 /* One synchronous op of the selected transfer type, n bytes between file
  * offset `off` and the worker's buffer at byte `at`. */
-static int do_io(struct worker *w, size_t at, uint64_t off, size_t n)
+int do_io(struct worker *w, size_t at, uint64_t off, size_t n)
 {
 	char eb[160];
 	int e;
@@ -184,9 +184,9 @@ static void worker_setup(struct worker *w)
 	if (!w->rng)
 		w->rng = 1;
 	w->hist = calloc(1, sizeof(*w->hist));
-	if (o.xfer == X_BATCH)
+	if (o.xfer == X_BATCH || o.piece)
 		w->bhist = calloc(1, sizeof(*w->bhist));
-	if (!w->hist || (o.xfer == X_BATCH && !w->bhist)) {
+	if (!w->hist || ((o.xfer == X_BATCH || o.piece) && !w->bhist)) {
 		worker_fail(w, ST_SETUP, "out of memory");
 		return;
 	}
@@ -227,7 +227,7 @@ static void worker_setup(struct worker *w)
 		w->fd = run->fd, w->vfd = run->vfd, w->fh = run->fh;
 	}
 	char why[512];
-	if (o.shared) {
+	if (run_buffer()) {
 		w->buf = run->shared; /* registered (or not) once by run_one */
 	} else if (buffer_alloc(&w->buf, effective_mem(), buflen, o.gpu, why, sizeof(why))) {
 		worker_fail(w, ST_SETUP, "%s", why);
@@ -237,7 +237,7 @@ static void worker_setup(struct worker *w)
 		worker_fail(w, ST_SETUP, "out of memory");
 		return;
 	}
-	if (uses_cufile(o.xfer) && !o.skip_reg && !o.shared) {
+	if (uses_cufile(o.xfer) && !o.skip_reg && !run_buffer()) {
 		CUfileError_t e = cuFileBufRegister(w->buf.ptr, buflen, 0);
 		if (e.err) {
 			worker_fail(w, ST_SETUP,
@@ -252,8 +252,9 @@ static void worker_setup(struct worker *w)
 			worker_fail(w, ST_SETUP, "-x 2 (CPU_GPU) needs device memory (-m 0 or 1)");
 			return;
 		}
-		if (cu.MemHostAlloc(&w->stage, io, CU_MEMHOSTALLOC_PORTABLE)) {
-			worker_fail(w, ST_SETUP, "cuMemHostAlloc(%zu) for the staging buffer failed", io);
+		size_t slen = o.piece ? o.piece : io; /* -q: one piece at a time */
+		if (cu.MemHostAlloc(&w->stage, slen, CU_MEMHOSTALLOC_PORTABLE)) {
+			worker_fail(w, ST_SETUP, "cuMemHostAlloc(%zu) for the staging buffer failed", slen);
 			return;
 		}
 		w->stage_pinned = 1;
@@ -331,7 +332,7 @@ static void worker_teardown(struct worker *w)
 		cu.StreamDestroy(w->stream);
 	if (w->registered)
 		cuFileBufDeregister(w->buf.ptr);
-	if (!o.shared)
+	if (!run_buffer())
 		buffer_free(&w->buf);
 	free(w->iov);
 	scratch_free(w->vhost, w->vhost_pinned);
@@ -360,6 +361,8 @@ void *worker_main(void *arg)
 	if (!w->status) {
 		if (group_mode())
 			loop_group(w);
+		else if (o.piece)
+			loop_pool(w);
 		else
 			loop_sync(w);
 		if (o.fsync_end && !w->status && fsync(w->fd) != 0)
