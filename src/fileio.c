@@ -435,7 +435,9 @@ static int stage_read(struct ocf_handle *h, struct ocf_slot *slot, off_t off, si
 		 * handle has one (filemap.c: the DMA then reads memory no CPU
 		 * cache holds); else, or where the mapping cannot serve it,
 		 * with preadv2. */
-		ssize_t p = known && want && h->fmap ? fmap_copy(h->fmap, dst, off, want) : -1;
+		ssize_t p = !known || !want || !h->fmap ? -1
+			    : h->odirect	   ? fmap_copy_direct(h->fmap, dst, off, want)
+						   : fmap_copy(h->fmap, dst, off, want);
 		if (p < 0)
 			p = read_cached_prefix(cfd, dst, off, want, n);
 		if (p < 0)

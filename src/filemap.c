@@ -99,6 +99,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -238,6 +239,7 @@ FILE_COPY __attribute__((target("avx512f"))) static void copy_avx512(char *dst, 
 
 static struct {
 	bool on;
+	uint64_t direct_quiet_ns; /* fmap_copy_direct: the file unchanged this long */
 	bool writes; /* buffered writes stored through writable windows */
 	bool bulk;   /* bulk chunks copied too (with ordinary stores) */
 	copy_fn copy;
@@ -254,6 +256,7 @@ static void read_cfg(void)
 	cfg.on = true;
 	cfg.writes = config_env(OCF_E_MAPPED_WRITES) != 0;
 	cfg.bulk = config_env(OCF_E_MAPPED_BULK) != 0;
+	cfg.direct_quiet_ns = (uint64_t)config_env(OCF_E_MAPPED_DIRECT_QUIET_MS) * 1000000u;
 	cfg.copy = copy_plain;
 	cfg.name = "plain";
 	if (want == WANT_OFF) {
@@ -603,6 +606,8 @@ void fmap_bulk(bool on)
 
 static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *mem, off_t off, size_t n, bool store);
 
+static ssize_t copy_sized(struct ocf_fmap *m, char *dst, off_t off, size_t n, const struct stat *st);
+
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
 	if (!m || off < 0 || (bulk && !cfg.bulk))
@@ -612,9 +617,56 @@ ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 	struct stat st; /* not fault_fstat: the tests count the read path's own */
 	if (fstat(m->fd, &st) != 0)
 		return -1;
-	if (off >= st.st_size || n == 0)
+	return copy_sized(m, dst, off, n, &st);
+}
+
+static unsigned long direct_copies; /* atomic: fmap_copy_direct's copies */
+
+#ifdef OCF_FAULT_INJECTION
+OCF_EXPORT unsigned long ocf_fault_mapped_direct_copies(void)
+{
+	return __atomic_load_n(&direct_copies, __ATOMIC_RELAXED);
+}
+#endif
+
+static bool same_times(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Whether time t lies more than ns before now (a clock set back: no). */
+static bool quiet_since(struct timespec t, const struct timespec *now, uint64_t ns)
+{
+	int64_t d = ((int64_t)now->tv_sec - (int64_t)t.tv_sec) * 1000000000 + (now->tv_nsec - t.tv_nsec);
+	return d >= 0 && (uint64_t)d >= ns;
+}
+
+ssize_t fmap_copy_direct(struct ocf_fmap *m, char *dst, off_t off, size_t n)
+{
+	if (!m || off < 0 || (bulk && !cfg.bulk) || !faults_catchable())
+		return -1;
+	struct stat a, b;
+	struct timespec now;
+	if (fstat(m->fd, &a) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0)
+		return -1;
+	if (!quiet_since(a.st_ctim, &now, cfg.direct_quiet_ns) || !quiet_since(a.st_mtim, &now, cfg.direct_quiet_ns))
+		return -1;
+	ssize_t r = copy_sized(m, dst, off, n, &a);
+	if (r > 0 && (fstat(m->fd, &b) != 0 || !same_times(&a, &b)))
+		return -1; /* a write began during the copy */
+	if (r > 0)
+		__atomic_fetch_add(&direct_copies, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+/* fmap_copy once fstat told the file's size (st). */
+static ssize_t copy_sized(struct ocf_fmap *m, char *dst, off_t off, size_t n, const struct stat *st)
+{
+	if (off >= st->st_size || n == 0)
 		return 0;
-	n = (size_t)OCF_MIN((uint64_t)n, (uint64_t)(st.st_size - off));
+	n = (size_t)OCF_MIN((uint64_t)n, (uint64_t)(st->st_size - off));
 	if (fault_errno(OCF_FAULT_MAPPED))
 		return -1; /* a test's stand-in for a fault in the copy */
 	copy_fn copy = bulk ? copy_plain : cfg.copy;

@@ -41,6 +41,16 @@ void fmap_stop(void);
  * happened.  dst may have been written in part when -1 comes back. */
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n);
 
+/* fmap_copy for an O_DIRECT handle, which owes a reader racing a direct
+ * writer each block old or new (preadv2 copies each cached page whole; a
+ * direct write that invalidates a page mid-copy would leave the rest of a
+ * mapped copy to the page read in again).  A direct write updates the
+ * file's change time when it begins, before it invalidates anything, and
+ * is done long before OPENCUFILE_MAPPED_DIRECT_QUIET_MS (10 s) pass: the
+ * copy runs only if the file's times are that old when it begins and are
+ * the same when it ends; else -1, and the caller uses preadv2. */
+ssize_t fmap_copy_direct(struct ocf_fmap *m, char *dst, off_t off, size_t n);
+
 /* Stores the n bytes at src into [off, off+n) of the file through a
  * writable window (fmap_create_writable).  The file must already be at
  * least off+n long, and the range's blocks should be reserved (or cached):

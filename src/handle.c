@@ -353,12 +353,15 @@ int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out)
 	/* A buffered handle's staged reads copy cached bytes through a mapping
 	 * of the file (filemap.c): a regular file of a local file system,
 	 * where the mapping is the page cache that read() copies, probed by
-	 * fileio.c (an O_DIRECT twin exists).  Not an O_DIRECT handle's: a
-	 * copy through a mapping is not atomic per page, so a direct write
-	 * racing with it could leave a block of the read half old, half new,
-	 * which a direct read never returns (preadv2 copies each page whole).
-	 * A block device's fs_type is "block", never on the list. */
-	if (!h->odirect && h->fd_direct >= 0 && fs_cache_coherent_with_direct(h->fs_type))
+	 * fileio.c (an O_DIRECT twin exists).  An O_DIRECT handle's too, where
+	 * its reads take cached pages (cache_reads), but only while no write
+	 * can be racing (fmap_copy_direct): a copy through a mapping is not
+	 * atomic per page, so a direct write racing with it could leave a
+	 * block of the read half old, half new, which a direct read never
+	 * returns (preadv2 copies each page whole).  A block device's fs_type
+	 * is "block", never on the list. */
+	if (((!h->odirect && h->fd_direct >= 0) || (h->odirect && h->cache_reads)) &&
+	    fs_cache_coherent_with_direct(h->fs_type))
 		h->fmap = fmap_create(h->fd);
 	/* Buffered writes store through a writable mapping of the file
 	 * (fileio.c, "Writes through the mapping"): a regular file open for
