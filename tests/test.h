@@ -560,6 +560,30 @@ static inline const char *t_make_pattern_file(uint64_t len, uint32_t seed)
 	return path;
 }
 
+/* Every 512-byte sector of buf (file offset off, len bytes) holds the
+ * pattern of seed_old or of seed_new (a read racing direct writes of the
+ * one over the other); returns how many hold the new one. */
+static inline size_t t_sectors_old_or_new(const uint8_t *buf, size_t len, off_t off, uint32_t seed_old,
+					  uint32_t seed_new, const char *what)
+{
+	uint8_t a[512], b[512];
+	size_t news = 0;
+	/* Sectors of the file: the first and last may be cut by the range. */
+	for (size_t at = 0, k; at < len; at += k) {
+		k = 512 - (size_t)(off + (off_t)at) % 512;
+		if (k > len - at)
+			k = len - at;
+		t_fill_pattern(a, k, (uint64_t)off + at, seed_old);
+		t_fill_pattern(b, k, (uint64_t)off + at, seed_new);
+		if (memcmp(buf + at, b, k) == 0)
+			news++;
+		else if (memcmp(buf + at, a, k) != 0)
+			T_FAIL("%s: the sector at file offset %lld holds neither the old nor the new bytes", what,
+			       (long long)(off + (off_t)at));
+	}
+	return news;
+}
+
 /* Full pread (loops over short reads); returns bytes read (short at EOF). */
 static inline size_t t_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {

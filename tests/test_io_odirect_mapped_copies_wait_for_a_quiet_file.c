@@ -86,27 +86,6 @@ static void *race_writer(void *arg)
 	return NULL;
 }
 
-/* Every 512-byte sector of buf (file offset off) holds the old or the new
- * pattern; returns how many hold the new one. */
-static size_t check_old_or_new(const uint8_t *buf, size_t len, off_t off)
-{
-	uint8_t a[512], b[512];
-	size_t news = 0;
-	for (size_t at = 0, k; at < len; at += k) {
-		k = 512 - (size_t)(off + (off_t)at) % 512;
-		if (k > len - at)
-			k = len - at;
-		t_fill_pattern(a, k, (uint64_t)off + at, 0);
-		t_fill_pattern(b, k, (uint64_t)off + at, SEED_NEW);
-		if (memcmp(buf + at, b, k) == 0)
-			news++;
-		else if (memcmp(buf + at, a, k) != 0)
-			T_FAIL("the sector at file offset %lld holds neither the old nor the new bytes",
-			       (long long)(off + (off_t)at));
-	}
-	return news;
-}
-
 int main(void)
 {
 	t_cuda_require();
@@ -183,7 +162,7 @@ int main(void)
 		t_set_case("read %u racing direct writes into %s", reads, t_mem_kind_name(m->kind));
 		T_IO(cuFileRead(fh, m->ptr, len, o, (off_t)b), (ssize_t)len);
 		t_mem_get(m, b, back, len);
-		news += check_old_or_new(back, len, o);
+		news += t_sectors_old_or_new(back, len, o, 0, SEED_NEW, "read racing direct writes");
 		if (++reads == 2)
 			atomic_store(&race_go, 1); /* after reads of the quiet file */
 	}

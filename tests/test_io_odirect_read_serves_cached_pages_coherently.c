@@ -234,28 +234,6 @@ static void *race_warmer(void *arg)
 	return NULL;
 }
 
-/* Every 512-byte sector of buf (file offset off) holds the old or the new
- * pattern; returns the number of sectors that hold the new one. */
-static size_t check_old_or_new(const uint8_t *buf, size_t len, off_t off, const char *what)
-{
-	uint8_t a[512], b[512];
-	size_t news = 0;
-	/* Sectors of the file: the first and last may be cut by the range. */
-	for (size_t at = 0, k; at < len; at += k) {
-		k = 512 - (size_t)(off + (off_t)at) % 512;
-		if (k > len - at)
-			k = len - at;
-		t_fill_pattern(a, k, (uint64_t)off + at, 0);
-		t_fill_pattern(b, k, (uint64_t)off + at, SEED_NEW);
-		if (memcmp(buf + at, b, k) == 0)
-			news++;
-		else if (memcmp(buf + at, a, k) != 0)
-			T_FAIL("%s: the sector at file offset %lld holds neither the old nor the new bytes", what,
-			       (long long)(off + (off_t)at));
-	}
-	return news;
-}
-
 static void race(void)
 {
 	int fd = t_open(path, O_RDWR | O_DIRECT);
@@ -280,7 +258,7 @@ static void race(void)
 		t_set_case("read %u racing direct writes, %s", reads, t_mem_kind_name(m->kind));
 		T_IO(cuFileRead(race_fh, m->ptr, len, o, b), (ssize_t)len);
 		t_mem_get(m, (size_t)b, back, len);
-		news += check_old_or_new(back, len, o, "read racing direct writes");
+		news += t_sectors_old_or_new(back, len, o, 0, SEED_NEW, "read racing direct writes");
 		sectors += (len + 511) / 512;
 		reads++;
 	}
