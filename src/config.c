@@ -1011,6 +1011,9 @@ static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
 					   OCF_ENV_ONCE, "striped reads below this keep helpers polling after them"),
 	[OCF_E_STRIPE_SPINNERS] = NUM("OPENCUFILE_STRIPE_SPINNERS", "", 0, 63, 2, OCF_ENV_ONCE,
 				      "helpers kept polling after such a read, at most"),
+	[OCF_E_STRIPE_CALLERS] = NUM("OPENCUFILE_STRIPE_CALLERS", "", 1, 64, 4, OCF_ENV_ONCE,
+				     "device reads striped while fewer callers than this are busy, beside a lone "
+				     "caller's only where the handle has no read-ahead window (1: a lone caller's)"),
 	[OCF_E_IO_BACKEND] = WORD("OPENCUFILE_IO_BACKEND", backend_words, 0, OCF_ENV_ONCE,
 				  "which system calls move staged file data: auto (io_uring for direct I/O, and for "
 				  "buffered with properties.prefer_iouring), uring, psync (pread/pwrite)"),

@@ -39,6 +39,9 @@ struct ocf_handle {
 	bool ra_ok;
 	struct ocf_ra *ra;
 	void (*ra_free)(struct ocf_ra *ra);
+	/* Read-ahead windows open on the handle now (readahead.c keeps it;
+	 * the engine reads it as a hint: relaxed). */
+	int ra_windows;
 	char fs_type[64];       /* from the mount table, e.g. "ext4" */
 	/* toggle_lock protects toggle_count: unaligned O_DIRECT writes without
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */

@@ -521,6 +521,7 @@ static void close_window(struct ra_win *ra, bool act_held)
 	if (!ra->active)
 		return;
 	atomic_fetch_sub(&ra->owner->nactive, 1);
+	__atomic_fetch_sub(&ra->h->ra_windows, 1, __ATOMIC_RELAXED);
 	engine_task_quiesce(&ra->job); /* no fill runs after this */
 	atomic_store(&ra->helpers, 0); /* those asked for that never came */
 	for (int i = 0; i < ra->nlanes; i++) {
@@ -595,6 +596,7 @@ static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, 
 		return;
 	__atomic_store_n(&ra->active, true, __ATOMIC_RELAXED); /* close_window undoes the reservation */
 	atomic_fetch_add(&ra->owner->nactive, 1);
+	__atomic_fetch_add(&ra->h->ra_windows, 1, __ATOMIC_RELAXED);
 	ra->nlanes = ra->nslots = 0;
 	ra->wd = watch_file(ra->h->fd);
 	if (ra->wd < 0) {

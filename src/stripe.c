@@ -117,6 +117,7 @@ static void cfg_read(void)
 	cfg.spin_ns = config_env(OCF_E_STRIPE_SPIN_US) * 1000;
 	cfg.spin_below_bytes = (size_t)config_env(OCF_E_STRIPE_SPIN_BELOW_KB) * 1024;
 	cfg.spinners = (int)config_env(OCF_E_STRIPE_SPINNERS);
+	cfg.callers = (int)config_env(OCF_E_STRIPE_CALLERS);
 }
 
 const struct stripe_cfg *stripe_config(void)

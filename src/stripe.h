@@ -31,6 +31,7 @@ struct stripe_cfg {
 	uint64_t spin_ns;
 	size_t spin_below_bytes;
 	int spinners;
+	int callers; /* striped while fewer callers than this are busy */
 };
 const struct stripe_cfg *stripe_config(void);
 
