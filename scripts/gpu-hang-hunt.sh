@@ -33,8 +33,10 @@
 #             polling the queue after short requests): 1 thread x 1 MiB at
 #             random offsets, the same x 1.5 MiB through an O_DIRECT handle
 #             into unregistered memory, 6 threads x 3 MiB, 2 threads x 5 MiB
-#             through an O_DIRECT handle into unregistered memory, 1 s each,
-#             data verified, HUNT_N_STRIPE times (10)
+#             through an O_DIRECT handle into unregistered memory, 2 threads
+#             x 4 MiB at random offsets and a pool's 4 MiB pieces of 16 MiB
+#             reads on 4 and on 8 threads (several callers striped at once),
+#             1 s each, data verified, HUNT_N_STRIPE times (10)
 #   readahead one caller reading in order, served from windows read
 #             ahead by the engine's helpers (readahead.c: the caller waits
 #             for buffers being filled, spinning then on a futex word):
@@ -220,7 +222,10 @@ stripe() {
 	env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 1 -i 1M -I 2 -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 1 -i 1536K -I 2 -s 1G -T 1 -V &&
 		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 6 -i 3M -s "$SIZE" -T 1 -V &&
-		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 2 -i 5M -s 2G -T 1 -V
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 2 -i 5M -s 2G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -N -w 2 -i 4M -I 2 -s 2G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 4 -i 16M -q 4M -s 2G -T 1 -V &&
+		env LD_PRELOAD="$LIB" "$GDSIO" -f "$DATA" -x 0 -m 0 -b -O -w 8 -i 16M -q 4M -s 2G -T 1 -V
 }
 step stripe "${HUNT_N_STRIPE:-10}" stripe
 readahead() {
