@@ -1060,7 +1060,9 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 	/* A write's preparation, on this stack only for writes (it holds the
 	 * request's last 4 KiB: fileio.h). */
 	struct fio_wprep wprep;
-	if (write) {
+	/* A stream operation released without I/O (skip) touches no file. */
+	bool files = !(io->plan && io->plan->skip);
+	if (write && files) {
 		fio_write_begin(io->h, io->off, io->len, &wprep);
 		job.wprep = &wprep;
 	}
@@ -1147,7 +1149,7 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 	} else {
 		ret = (ssize_t)io->len;
 	}
-	if (write)
+	if (write && files)
 		ret = fio_write_end(io->h, &wprep, io->off, io->len, ret);
 	pthread_mutex_destroy(&job.lock);
 	pthread_cond_destroy(&job.cv);
