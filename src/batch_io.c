@@ -39,7 +39,9 @@
  * other) that costs one atomic claim (batch.c) and no lock, system call or
  * CUDA call of its own: the pread, the copy, the event and the completion
  * lock are shared by its run or buffer.  The lookups of the handle (table
- * lock) and of the buffer (one CUDA call) are cached per thread.
+ * lock) and of the buffer (one CUDA call) are cached per thread.  A run's
+ * read or write is one use of the handle's files (begin_run): an entry of
+ * a handle deregistered after it was taken fails there with EBADF.
  *
  * Results are exactly what the synchronous path gives each entry alone: the
  * entries a run's pread covers get their bytes from it, and if the merged
@@ -144,6 +146,17 @@ static void stage_append(struct bio_buf *bb, struct bio_item *it)
 	else
 		bb->head = it;
 	bb->tail = it;
+}
+
+/* A run's file I/O, as request_engine brackets a request's (handle_enter):
+ * 0, or -EBADF, each item of [first, last] then failed with it. */
+static int begin_run(struct ocf_handle *h, struct bio_item *first, struct bio_item *last)
+{
+	int e = handle_enter(h);
+	if (e)
+		for (struct bio_item *it = first; it != last->next; it = it->next)
+			it->result = e;
+	return e;
 }
 
 /* Staged read of [off, off+n) whose byte off lands at staging offset
@@ -334,6 +347,10 @@ static void close_run(struct bio_worker *w)
 		queue_copies(w, first, last);
 		return;
 	}
+	/* The run's reads use the handle's files (handle.c): not once it is
+	 * deregistered. */
+	if (begin_run(h, first, last))
+		return;
 	ssize_t got = read_into_stage(w, h, w->run_pos + w->run_skew, w->run_off, w->run_len);
 	prof_step(w->steps, PROF_S_READ);
 	size_t staged = 0; /* bytes of the run that hold file data, from its start */
@@ -358,6 +375,7 @@ static void close_run(struct bio_worker *w)
 		if (it->result > 0)
 			staged = OCF_MAX(staged, rel + (size_t)it->result);
 	}
+	handle_exit(h);
 	/* Copies this worker queued or gathered before this run's are ahead
 	 * of it. */
 	if (staged > 0)
@@ -373,6 +391,8 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 	struct ocf_handle *h = first->io.h;
 	size_t total = (size_t)(last->io.off - first->io.off) + last->io.len;
 	char *base = stage_base(w, j);
+	if (begin_run(h, first, last)) /* as a read run's (close_run) */
+		return;
 	uint64_t t0 = prof_now();
 	ssize_t wr = fio_write(h, base + first->stage, total, first->io.off, NULL, NULL);
 	prof_time(PROF_T_FILE, t0);
@@ -385,6 +405,7 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 		else
 			it->result = fio_write(h, base + it->stage, it->io.len, it->io.off, NULL, NULL);
 	}
+	handle_exit(h);
 }
 
 /* Waits for buffer j's copies, writes its write runs and completes every

@@ -1038,6 +1038,9 @@ static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
 	[OCF_E_MAPPED_DIRECT_QUIET_MS] = NUM("OPENCUFILE_MAPPED_DIRECT_QUIET_MS", "ms", 0, 86400000, 10000, OCF_ENV_ONCE,
 					     "an O_DIRECT handle's cached bytes copied through the file's mapping when "
 					     "nothing changed the file for this long (0: only no change during the copy)"),
+	[OCF_E_DEREGISTER_WAIT_MS] = NUM("OPENCUFILE_DEREGISTER_WAIT_MS", "ms", 0, 86400000, 10000, 0,
+					 "how long cuFileHandleDeregister waits for calls using the handle's files before "
+					 "it closes them"),
 	[OCF_E_READAHEAD] = SWITCH("OPENCUFILE_READAHEAD", 1, 0,
 				   "read-ahead for one caller reading a file in order, read at driver open"),
 	[OCF_E_READAHEAD_FILLERS] = NUM("OPENCUFILE_READAHEAD_FILLERS", "", 0, 18, 0, 0,

@@ -6,8 +6,31 @@
  * (slot index + 1).  Lookups go through the table, so a forged, stale or
  * double-freed handle is refused instead of dereferenced, and a slot reused
  * by a new registration gets a new generation.  Each handle is reference
- * counted: I/O holds a reference for its duration, so deregistering a handle
- * that another thread is using frees it only when that I/O ends.
+ * counted: I/O holds a reference for its duration, so the struct of a handle
+ * deregistered while another thread uses it is freed when that I/O ends.
+ *
+ * DESIGN: what the handle opened goes with the deregistration, not with the
+ * last reference.  References outlive the calls that use the file: a batch
+ * thread's lookup cache keeps its handles until its share of a submission
+ * ends, after the entries completed; a stream operation drops its own after
+ * the stream passed it; an operation queued keeps one until it runs.  A
+ * client counting its descriptors right after cuFileHandleDeregister
+ * (NIXL's GDS backend) must not find the library's twins, mappings or
+ * read-ahead still open on one of those threads.  So a reference is only
+ * the struct's life; a use of the files is counted apart: every request
+ * brackets its file I/O with handle_enter/handle_exit (request_engine, a
+ * batch thread's runs), and the read-ahead fills, which run between
+ * requests, belong to windows that the release closes (waiting for a fill
+ * in progress).  The deregistration marks the handle dead, so that no
+ * request enters any more (one that has not yet touched the file fails
+ * with EBADF; a stream operation's queued copies then copy zeros), waits
+ * for the users counted to leave, and closes everything itself.  The wait
+ * is for I/O in progress only, and bounded (OPENCUFILE_DEREGISTER_WAIT_MS,
+ * 10 s): a read of a hung network file system must not hang the caller.
+ * Past the bound, closing would pull the descriptors from under a read that
+ * still uses them (and their numbers could go to files the application
+ * opens next), so the call logs it and returns, and the last user closes
+ * them as it leaves, before its own call returns.
  *
  * Filesystem facts come from fstatfs() and the mount table (st_dev matched
  * against /proc/self/mountinfo), never from udev, so the library works in
@@ -43,16 +66,41 @@ static struct ocf_handle **slots;
 static size_t cap;
 static uint64_t next_gen = 1;
 
-static void handle_free(struct ocf_handle *h)
+/* Where the release of what a handle opened stands (h->files). */
+enum {
+	HF_OPEN,      /* in use, or not yet deregistered */
+	HF_WAITING,   /* the deregistration waits for the users to leave */
+	HF_ABANDONED, /* it gave up waiting: the last user to leave closes */
+	HF_CLOSED,    /* closed (by whoever moved it here) */
+};
+
+/* Closes the read-ahead windows, the mappings and the twin descriptors: no
+ * request uses them (none can enter any more, or the handle's last
+ * reference).  The descriptor fields keep their numbers (a batch thread
+ * may still read fd_direct to lay out an entry it will not run); nothing
+ * uses them after this. */
+static void close_files(struct ocf_handle *h)
 {
-	if (h->ra)
-		h->ra_free(h->ra);
+	struct ocf_ra *ra = __atomic_load_n(&h->ra, __ATOMIC_ACQUIRE);
+	if (ra) {
+		h->ra_free(ra); /* its windows closed, their fills waited for */
+		__atomic_store_n(&h->ra, NULL, __ATOMIC_RELEASE);
+	}
 	fmap_destroy(h->fmap);
 	fmap_destroy(h->wmap);
+	h->fmap = h->wmap = NULL;
 	if (h->fd_buffered >= 0)
 		close(h->fd_buffered);
 	if (h->fd_direct >= 0)
 		close(h->fd_direct);
+}
+
+static void handle_free(struct ocf_handle *h)
+{
+	/* Not released by a deregistration (a registration that failed, the
+	 * driver's close): with the last reference no user is left. */
+	if (atomic_load(&h->files) != HF_CLOSED)
+		close_files(h);
 	pthread_mutex_destroy(&h->toggle_lock);
 	free(h);
 }
@@ -427,6 +475,84 @@ void handle_put(struct ocf_handle *h)
 		handle_free(h);
 }
 
+int handle_enter(struct ocf_handle *h)
+{
+	/* seq_cst, like the deregistration's store of dead and its loads of
+	 * users: either it sees this user, or this sees the handle dead. */
+	atomic_fetch_add(&h->users, 1);
+	if (!atomic_load(&h->dead))
+		return 0;
+	handle_exit(h);
+	return -EBADF;
+}
+
+void handle_exit(struct ocf_handle *h)
+{
+	if (atomic_fetch_sub(&h->users, 1) != 1 || !atomic_load(&h->dead))
+		return;
+	/* The last user of a dead handle. */
+	int st = atomic_load(&h->files);
+	if (st == HF_WAITING) {
+		ocf_futex_wake(&h->users, INT_MAX);
+	} else if (st == HF_ABANDONED && atomic_compare_exchange_strong(&h->files, &st, HF_CLOSED)) {
+		close_files(h);
+		log_info("fd %d: the library's descriptors and mappings of the file closed by the last call "
+			 "that used the handle after its deregistration",
+			 h->fd);
+	}
+}
+
+/* How long a deregistration waits for the requests using the handle. */
+static uint64_t release_wait_ns(void)
+{
+	return config_env(OCF_E_DEREGISTER_WAIT_MS) * 1000000ull;
+}
+
+/* The deregistration's release of what h (dead) opened: waits for the
+ * users to leave, at most release_wait_ns(), and closes everything; past
+ * the bound, leaves that to the last user (handle_exit). */
+static void release_files(struct ocf_handle *h)
+{
+	/* A userspace file system's handle opened nothing. */
+	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD) {
+		atomic_store(&h->files, HF_CLOSED);
+		return;
+	}
+	atomic_store(&h->files, HF_WAITING);
+	uint32_t u = atomic_load(&h->users);
+	if (u) {
+		uint64_t bound = release_wait_ns(), t0 = ocf_now_ns(), waited = 0;
+		watchdog_wait_begin("cuFileHandleDeregister", h->fd, -1, "the calls using the handle");
+		while (u && waited < bound) {
+			/* The last user to leave wakes this; the slices only
+			 * bound a wake-up missed. */
+			ocf_futex_wait(&h->users, u, (long)OCF_MIN(bound - waited, 100000000ull));
+			u = atomic_load(&h->users);
+			waited = ocf_now_ns() - t0;
+		}
+		watchdog_wait_end();
+	}
+	if (u == 0) {
+		/* A user that comes now finds the handle dead and leaves. */
+		atomic_store(&h->files, HF_CLOSED);
+		close_files(h);
+		return;
+	}
+	atomic_store(&h->files, HF_ABANDONED);
+	if (atomic_load(&h->users) == 0) {
+		/* The last user left before it could see that: whoever moves
+		 * the state on closes. */
+		int st = HF_ABANDONED;
+		if (atomic_compare_exchange_strong(&h->files, &st, HF_CLOSED))
+			close_files(h);
+		return;
+	}
+	log_warn("cuFileHandleDeregister: fd %d: calls still use the handle after %llu ms "
+		 "(OPENCUFILE_DEREGISTER_WAIT_MS): the library's descriptors and mappings of the file are "
+		 "closed when the last of them ends",
+		 h->fd, (unsigned long long)(release_wait_ns() / 1000000ull));
+}
+
 int handle_deregister(CUfileHandle_t fh)
 {
 	size_t idx;
@@ -437,11 +563,11 @@ int handle_deregister(CUfileHandle_t fh)
 		return OCF_ERR(CU_FILE_HANDLE_NOT_REGISTERED);
 	}
 	slots[idx] = NULL;
-	h->dead = true;
-	bool last = --h->refs == 0;
+	atomic_store(&h->dead, true);
 	pthread_mutex_unlock(&table_lock);
-	if (last)
-		handle_free(h);
+	/* With the table's reference, dropped after. */
+	release_files(h);
+	handle_put(h);
 	return 0;
 }
 
@@ -460,7 +586,7 @@ void handle_deregister_all(void)
 		if (!h)
 			continue;
 		slots[i] = NULL;
-		h->dead = true;
+		atomic_store(&h->dead, true);
 		if (--h->refs == 0)
 			handle_free(h);
 	}

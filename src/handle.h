@@ -6,6 +6,7 @@
 #define OCF_HANDLE_H_
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -50,18 +51,35 @@ struct ocf_handle {
 	/* Table bookkeeping, protected by the table lock. */
 	uint64_t key;
 	int refs;
-	bool dead;
+	/* Deregistered (set under the table lock, read by handle_enter). */
+	_Atomic bool dead;
+	/* Requests using the handle's files now (handle_enter/handle_exit;
+	 * a futex word the deregistration waits on), and where the release
+	 * of what the handle opened stands (handle.c, HF_*). */
+	_Atomic uint32_t users;
+	_Atomic int files;
 };
 
 /* Validates the descriptor and adds a handle.  Returns 0 or an error. */
 int handle_register(const CUfileDescr_t *descr, CUfileHandle_t *out);
-/* Removes a handle; in-flight I/O keeps it alive until it finishes.
- * Returns 0 or an error (unknown handle). */
+/* Removes a handle: new requests through it fail, the requests using its
+ * files now are waited for (at most OPENCUFILE_DEREGISTER_WAIT_MS), then
+ * every descriptor, mapping and read-ahead window the library opened for
+ * it is closed before it returns; past the bound, by the last of those
+ * requests as it ends (handle.c).  The struct lives on while references
+ * remain.  Returns 0 or an error (unknown handle). */
 int handle_deregister(CUfileHandle_t fh);
 /* Looks a handle up and takes a reference; NULL if fh is unknown, stale or
  * forged (it is never dereferenced before it is found in the table). */
 struct ocf_handle *handle_get(CUfileHandle_t fh);
 void handle_put(struct ocf_handle *h);
+/* Brackets every use of the handle's files by a request (its reads and
+ * writes, the read-ahead it opens), with a reference held: 0, or -EBADF
+ * when the handle was deregistered; then nothing may touch the files, and
+ * handle_exit is not called. */
+int handle_enter(struct ocf_handle *h);
+void handle_exit(struct ocf_handle *h);
+
 /* The file of h as watchdog_wait_begin() takes it: the descriptor, -1 for
  * no handle, or WATCHDOG_USERSPACE_FS. */
 int handle_watch_fd(const struct ocf_handle *h);

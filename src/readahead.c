@@ -707,8 +707,8 @@ static struct ocf_ra *ra_of(struct ocf_handle *h)
 	if (!mine)
 		return NULL;
 	if (__atomic_compare_exchange_n(&h->ra, &ra, mine, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		/* Only the winner writes it; handle_free reads it after this
-		 * thread's reference is gone (the handle table's lock). */
+		/* Only the winner writes it; the handle's release reads it
+		 * once no request uses the handle (handle.c). */
 		h->ra_free = ra_destroy;
 		return mine;
 	}

@@ -126,7 +126,25 @@ void request_log_failure(const struct ocf_call *c, ssize_t ret)
 
 ssize_t request_engine(const struct ocf_io *io, bool write)
 {
-	return write ? ocf_engine->write(io) : ocf_engine->read(io);
+	/* The request uses the handle's files from here to its end (handle.c),
+	 * unless the handle was deregistered meanwhile. */
+	int e = handle_enter(io->h);
+	if (e) {
+		if (!io->plan)
+			return e;
+		/* A stream operation's copies are queued on the application's
+		 * stream: every chunk is still released, with no file I/O
+		 * (reads: zeros), or the stream would wait forever. */
+		struct ocf_ringplan skip = *io->plan;
+		skip.skip = true;
+		struct ocf_io dry = *io;
+		dry.plan = &skip;
+		(void)(write ? ocf_engine->write(&dry) : ocf_engine->read(&dry));
+		return e;
+	}
+	ssize_t r = write ? ocf_engine->write(io) : ocf_engine->read(io);
+	handle_exit(io->h);
+	return r;
 }
 
 ssize_t request_run(struct ocf_io *io, uint64_t t0, ssize_t prep, bool owns_handle)
