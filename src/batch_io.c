@@ -41,7 +41,8 @@
  * lock are shared by its run or buffer.  The lookups of the handle (table
  * lock) and of the buffer (one CUDA call) are cached per thread.  A run's
  * read or write is one use of the handle's files (begin_run): an entry of
- * a handle deregistered after it was taken fails there with EBADF.
+ * a handle deregistered after it was taken fails there with EBADF, and one
+ * whose number no longer names the file registered goes where it points.
  *
  * Results are exactly what the synchronous path gives each entry alone: the
  * entries a run's pread covers get their bytes from it, and if the merged
@@ -148,11 +149,13 @@ static void stage_append(struct bio_buf *bb, struct bio_item *it)
 	bb->tail = it;
 }
 
-/* A run's file I/O, as request_engine brackets a request's (handle_enter):
- * 0, or -EBADF, each item of [first, last] then failed with it. */
-static int begin_run(struct ocf_handle *h, struct bio_item *first, struct bio_item *last)
+/* A run's file I/O (len bytes, device memory), as request_engine brackets
+ * a request's (handle_begin_io): 0 with *use the handle to go through, or
+ * -EBADF, each item of [first, last] then failed with it. */
+static int begin_run(struct ocf_handle *h, size_t len, bool write, struct ocf_handle *view, struct ocf_handle **use,
+		     struct bio_item *first, struct bio_item *last)
 {
-	int e = handle_enter(h);
+	int e = handle_begin_io(h, fio_own_files(h, len, write, true), view, use);
 	if (e)
 		for (struct bio_item *it = first; it != last->next; it = it->next)
 			it->result = e;
@@ -348,8 +351,9 @@ static void close_run(struct bio_worker *w)
 		return;
 	}
 	/* The run's reads use the handle's files (handle.c): not once it is
-	 * deregistered. */
-	if (begin_run(h, first, last))
+	 * deregistered; only the number once it names another file. */
+	struct ocf_handle *real = h, view;
+	if (begin_run(real, w->run_len, false, &view, &h, first, last))
 		return;
 	ssize_t got = read_into_stage(w, h, w->run_pos + w->run_skew, w->run_off, w->run_len);
 	prof_step(w->steps, PROF_S_READ);
@@ -375,7 +379,7 @@ static void close_run(struct bio_worker *w)
 		if (it->result > 0)
 			staged = OCF_MAX(staged, rel + (size_t)it->result);
 	}
-	handle_exit(h);
+	handle_end_io(real, h);
 	/* Copies this worker queued or gathered before this run's are ahead
 	 * of it. */
 	if (staged > 0)
@@ -391,7 +395,8 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 	struct ocf_handle *h = first->io.h;
 	size_t total = (size_t)(last->io.off - first->io.off) + last->io.len;
 	char *base = stage_base(w, j);
-	if (begin_run(h, first, last)) /* as a read run's (close_run) */
+	struct ocf_handle *real = h, view;
+	if (begin_run(real, total, true, &view, &h, first, last)) /* as a read run's (close_run) */
 		return;
 	uint64_t t0 = prof_now();
 	ssize_t wr = fio_write(h, base + first->stage, total, first->io.off, NULL, NULL);
@@ -405,7 +410,7 @@ static void write_stretch(struct bio_worker *w, int j, struct bio_item *first, s
 		else
 			it->result = fio_write(h, base + it->stage, it->io.len, it->io.off, NULL, NULL);
 	}
-	handle_exit(h);
+	handle_end_io(real, h);
 }
 
 /* Waits for buffer j's copies, writes its write runs and completes every

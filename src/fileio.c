@@ -192,6 +192,15 @@ static int cache_fd(const struct ocf_handle *h)
 
 static size_t probe_min(const struct ocf_handle *h) { return h->odirect ? 1 : PROBE_MIN; }
 
+bool fio_own_files(const struct ocf_handle *h, size_t n, bool write, bool device)
+{
+	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
+		return false;
+	if (h->odirect)
+		return h->fd_buffered >= 0;
+	return !write && device && n >= PROBE_MIN;
+}
+
 /* cachestat(2), Linux 6.5; the C library may not wrap it yet. */
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
@@ -584,10 +593,15 @@ ssize_t fio_read(struct ocf_handle *h, char *dst, size_t n, off_t off, struct oc
 	size_t rest = n - (size_t)p;
 	bool in_place = (uintptr_t)d % h->align == (size_t)at % h->align;
 	ssize_t r;
-	if (h->odirect)
+	if (h->odirect) {
 		r = in_place ? read_in_place(h, h->fd, d, rest, at, scratch) : read_via_scratch(h, d, rest, at, scratch);
-	else
+	} else {
+		/* The twin reads the file registered: only while the number
+		 * still names it (handle.c); else the number, whatever it is. */
+		if (in_place && handle_same_file(h) != 0)
+			in_place = false;
 		r = in_place ? read_in_place(h, h->fd_direct, d, rest, at, NULL) : pread_full(h->fd, d, rest, at);
+	}
 	if (r < 0)
 		return p ? p : r;
 	return p + r;
@@ -793,7 +807,10 @@ static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off
 			e = wend;
 	}
 	e = OCF_MIN(e, end);
-	if (e - s < (off_t)MAPPED_WRITE_MIN || mapped_ready(h, s, (size_t)(e - s), prep) != 0)
+	/* The mapping is the file registered's: only while the number still
+	 * names it (handle.c); else pwrite on the number. */
+	if (e - s < (off_t)MAPPED_WRITE_MIN || handle_same_file(h) != 0 ||
+	    mapped_ready(h, s, (size_t)(e - s), prep) != 0)
 		return NOT_MAPPED;
 	/* The head, then the stores, then the rest (with the last page where
 	 * the piece signals itself). */

@@ -157,6 +157,17 @@ ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size
 ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
 		  struct fio_wprep *prep);
 
+/* Whether a request of n bytes (a write, into or from device memory) may
+ * be served by what the library opened of the file itself - a twin
+ * descriptor, the file's mapping, a read-ahead window - from its start:
+ * an O_DIRECT handle's with a buffered twin, a buffered handle's reads of
+ * PROBE_MIN (64 KiB) or more into device memory.  Its caller asks
+ * handle_same_file() first (handle.c).  A buffered handle's other requests
+ * use the caller's number alone, except where fio_read sends uncached
+ * bytes to the O_DIRECT twin and where a write stores through the mapping:
+ * those ask there. */
+bool fio_own_files(const struct ocf_handle *h, size_t n, bool write, bool device);
+
 /* Is memory at p aligned like file offset off for this handle's O_DIRECT? */
 int fio_direct_compatible(const struct ocf_handle *h, const void *p, off_t off);
 

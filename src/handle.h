@@ -48,6 +48,9 @@ struct ocf_handle {
 	 * a buffered descriptor clear O_DIRECT on fd while count > 0. */
 	pthread_mutex_t toggle_lock;
 	int toggle_count;
+	/* The file the descriptor named at registration (handle_same_file). */
+	dev_t dev;
+	ino_t ino;
 	/* Table bookkeeping, protected by the table lock. */
 	uint64_t key;
 	int refs;
@@ -79,6 +82,22 @@ void handle_put(struct ocf_handle *h);
  * handle_exit is not called. */
 int handle_enter(struct ocf_handle *h);
 void handle_exit(struct ocf_handle *h);
+/* Whether the caller's descriptor still names the file registered: 0;
+ * -EBADF, closed; 1, its number now names another file.  One system call
+ * (statx).  Asked before the library's own descriptors, mappings or
+ * read-ahead of the file serve a request (fio_own_files, fileio.c): I/O
+ * through a handle follows what its number names, as pread and pwrite on
+ * it would (handle.c, "A descriptor that is gone"). */
+int handle_same_file(const struct ocf_handle *h);
+/* A request's or a batch run's I/O: handle_enter, then, where what the
+ * library opened of the file may serve it (own: fio_own_files), whether
+ * the number still names that file.  0, with *use the handle to do the I/O
+ * through: h, or *view when the number names another file (the number
+ * alone, buffered: no twin, mapping or read-ahead); or -EBADF (deregistered,
+ * or the number closed), and nothing to end.  handle_end_io(h, *use)
+ * after. */
+int handle_begin_io(struct ocf_handle *h, bool own, struct ocf_handle *view, struct ocf_handle **use);
+void handle_end_io(struct ocf_handle *h, struct ocf_handle *use);
 
 /* The file of h as watchdog_wait_begin() takes it: the descriptor, -1 for
  * no handle, or WATCHDOG_USERSPACE_FS. */

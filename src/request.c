@@ -23,6 +23,7 @@
 #include "buffer.h"
 #include "driver.h"
 #include "engine.h"
+#include "fileio.h"
 #include "gpu.h"
 #include "handle.h"
 #include "internal.h"
@@ -127,8 +128,11 @@ void request_log_failure(const struct ocf_call *c, ssize_t ret)
 ssize_t request_engine(const struct ocf_io *io, bool write)
 {
 	/* The request uses the handle's files from here to its end (handle.c),
-	 * unless the handle was deregistered meanwhile. */
-	int e = handle_enter(io->h);
+	 * unless the handle was deregistered meanwhile; what the library
+	 * opened of the file serves it only while the caller's number names
+	 * that file (closed: EBADF; another file: the number alone). */
+	struct ocf_handle view, *use;
+	int e = handle_begin_io(io->h, fio_own_files(io->h, io->len, write, io->t.device), &view, &use);
 	if (e) {
 		if (!io->plan)
 			return e;
@@ -142,8 +146,15 @@ ssize_t request_engine(const struct ocf_io *io, bool write)
 		(void)(write ? ocf_engine->write(&dry) : ocf_engine->read(&dry));
 		return e;
 	}
-	ssize_t r = write ? ocf_engine->write(io) : ocf_engine->read(io);
-	handle_exit(io->h);
+	struct ocf_io alt;
+	const struct ocf_io *run = io;
+	if (use != io->h) {
+		alt = *io;
+		alt.h = use;
+		run = &alt;
+	}
+	ssize_t r = write ? ocf_engine->write(run) : ocf_engine->read(run);
+	handle_end_io(io->h, use);
 	return r;
 }
 

@@ -59,7 +59,9 @@ ssize_t request_run(struct ocf_io *io, uint64_t t0, ssize_t prep, bool owns_hand
  * error.  The one place the layers above the data path call the engine
  * (request_run, batch entries, the runs of a vector).  It counts as a use
  * of the handle's files (handle_enter): -EBADF, nothing touched, once the
- * handle is deregistered. */
+ * handle is deregistered.  It goes where the caller's number points (a
+ * closed one: -EBADF; another file: that file, through the number alone:
+ * handle_same_file). */
 ssize_t request_engine(const struct ocf_io *io, bool write);
 /* The tail every single-range request shares once its result is known:
  * drops the handle it owns, counts it when t0 is a statistics start time
