@@ -62,6 +62,10 @@
 #   exit      the exit-with-I/O-in-flight test with statistics at level 3,
 #             HUNT_N_EXIT times (10)
 #   fork      the fork test, likewise
+#   dereg     cuFileHandleDeregister while four threads read through the
+#             handle (test_handle_deregister_while_reads_run_returns: the
+#             call waits, bounded, for the reads in flight), HUNT_N_DEREG
+#             times (10)
 # A run that lasts longer than HUNT_LIMIT seconds (60) is a hang: cuda-gdb is
 # attached (thread apply all bt), the stacks are appended to
 # $OUT/hang-stacks.txt, and the process is killed.  Every run's result goes
@@ -83,7 +87,7 @@ SCR=${GPU_SCRATCH:-$PWD/gpu-scratch}/hunt
 TABLE=$SCR/hunt-table.txt
 LIMIT=${HUNT_LIMIT:-60}
 BUDGET=${HUNT_BUDGET:-420}
-STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p kvlat stripe readahead busy exit fork}
+STEPS=${HUNT_STEPS:-stress ovl3 ovl5 async256 kv16 kv16p kvlat stripe readahead busy exit fork dereg}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 T0=$SECONDS
 mkdir -p "$SCR"
@@ -95,6 +99,7 @@ bin() { find "$BUILD" -type f -name "$1" -perm -u+x | head -1; }
 STRESS=$(bin test_stress_64_threads_mixed_api_verified_no_leaks)
 EXITT=$(bin test_exit_with_io_in_flight_neither_hangs_nor_crashes)
 FORKT=$(bin test_fork_child_gets_error_parent_keeps_working)
+DEREGT=$(bin test_handle_deregister_while_reads_run_returns)
 OVERLAP=$(bin overlap)
 GDSIO=$(bin gdsio)
 
@@ -257,6 +262,7 @@ step busy "${HUNT_N_BUSY:-6}" busy
 printf '{ "profile": { "cufile_stats": 3 } }\n' >"$SCR/stats3.json"
 step exit "${HUNT_N_EXIT:-10}" env CUFILE_ENV_PATH_JSON="$SCR/stats3.json" "$EXITT"
 step fork "${HUNT_N_EXIT:-10}" env CUFILE_ENV_PATH_JSON="$SCR/stats3.json" "$FORKT"
+step dereg "${HUNT_N_DEREG:-10}" "$DEREGT"
 
 echo "hang hunt done in $((SECONDS - T0)) s" >>"$TABLE"
 {

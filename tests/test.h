@@ -826,6 +826,47 @@ static inline void t_fds_seen_add(const char *fmt, const char *a, const char *b)
 		snprintf(t_fds_seen + n, sizeof(t_fds_seen) - n, fmt, a, b);
 }
 
+/* Calls fn for each descriptor of this process (not the directory stream
+ * that lists them) with its /proc/self/fd path and its link's target. */
+static inline void t_each_fd(void (*fn)(const char *proc_path, const char *target, void *arg), void *arg)
+{
+	DIR *d = opendir("/proc/self/fd");
+	T_ASSERT(d != NULL);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		char name[300], target[PATH_MAX + 1];
+		snprintf(name, sizeof(name), "/proc/self/fd/%s", e->d_name);
+		ssize_t k = readlink(name, target, PATH_MAX);
+		target[k > 0 ? k : 0] = 0;
+		fn(name, target, arg);
+	}
+	closedir(d);
+}
+
+struct t_fds_of_path_arg {
+	char want[PATH_MAX];
+	int n;
+};
+
+static inline void t_fds_of_path_one(const char *proc_path, const char *target, void *arg)
+{
+	(void)proc_path;
+	struct t_fds_of_path_arg *a = arg;
+	a->n += strcmp(target, a->want) == 0;
+}
+
+/* Descriptors of this process open on the file at path (what a handle of
+ * that file may hold; the library's own rings and pipes are not counted). */
+static inline int t_fds_of_path(const char *path)
+{
+	struct t_fds_of_path_arg a = {.n = 0};
+	T_ASSERT(realpath(path, a.want) != NULL);
+	t_each_fd(t_fds_of_path_one, &a);
+	return a.n;
+}
+
 /* Number of open file descriptors of this process. */
 static inline int t_count_fds(void)
 {

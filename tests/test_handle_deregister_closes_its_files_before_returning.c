@@ -52,27 +52,25 @@ static char real_a[PATH_MAX];
  * makes for staging lanes as threads first use them, whatever handle they
  * read (the other threads' reads make them while a round runs); and in
  * *of_a (when not NULL) those that name file A. */
+struct scan {
+	int n, *of_a;
+};
+
+static void scan_one(const char *proc_path, const char *target, void *arg)
+{
+	struct scan *sc = arg;
+	if (strcmp(target, "anon_inode:[io_uring]") != 0)
+		sc->n++;
+	struct stat st;
+	if (sc->of_a && stat(proc_path, &st) == 0 && st.st_dev == st_a.st_dev && st.st_ino == st_a.st_ino)
+		(*sc->of_a)++;
+}
+
 static int scan_fds(int *of_a)
 {
-	DIR *d = opendir("/proc/self/fd");
-	T_ASSERT(d != NULL);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char lp[300], target[512];
-		snprintf(lp, sizeof(lp), "/proc/self/fd/%s", e->d_name);
-		ssize_t len = readlink(lp, target, sizeof(target) - 1);
-		target[len > 0 ? len : 0] = 0;
-		if (strcmp(target, "anon_inode:[io_uring]") != 0)
-			n++;
-		struct stat st;
-		if (of_a && stat(lp, &st) == 0 && st.st_dev == st_a.st_dev && st.st_ino == st_a.st_ino)
-			(*of_a)++;
-	}
-	closedir(d);
-	return n - 1; /* the directory stream itself */
+	struct scan sc = {0, of_a};
+	t_each_fd(scan_one, &sc);
+	return sc.n;
 }
 
 static int count_fds(void)

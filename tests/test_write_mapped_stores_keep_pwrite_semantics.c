@@ -598,31 +598,6 @@ static void dereg_round(CUfileHandle_t fh, unsigned dereg_us)
 	}
 }
 
-/* Descriptors of this process open on the file at path (staging lanes
- * made by a round's writers keep ring descriptors of their own: those
- * stay, and are not the handle's). */
-static int fds_of(const char *path)
-{
-	char want[PATH_MAX], link[PATH_MAX + 1], name[300];
-	T_ASSERT(realpath(path, want) != NULL);
-	DIR *d = opendir("/proc/self/fd");
-	T_ASSERT(d != NULL);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(name, sizeof(name), "/proc/self/fd/%s", e->d_name);
-		ssize_t k = readlink(name, link, PATH_MAX);
-		if (k > 0) {
-			link[k] = 0;
-			n += strcmp(link, want) == 0;
-		}
-	}
-	closedir(d);
-	return n;
-}
-
 static void case_deregister(void)
 {
 	const char *path = t_new_file_path();
@@ -639,7 +614,7 @@ static void case_deregister(void)
 	T_ASSERT(!maps_path(path));
 	close(fd);
 	/* cuFileHandleDeregister returned: nothing of the handle is open. */
-	T_EQ(fds_of(path), 0);
+	T_EQ(t_fds_of_path(path), 0);
 }
 
 /* A read-ahead window of this library, reading the file in order on
