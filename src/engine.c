@@ -98,13 +98,19 @@ static uint64_t helper_spin_ns; /* set by pool_start */
 static int spinners;		/* under q_lock */
 static atomic_bool queue_nonempty;
 static atomic_ulong polled_joins; /* jobs a worker joined while polling */
+static atomic_ulong striped_beside; /* requests striped while other callers were busy */
 
 #ifdef OCF_FAULT_INJECTION
 #include "fault.h"
-/* fault.h's test control: defined here, where the count is. */
+/* fault.h's test controls: defined here, where the counts are. */
 OCF_EXPORT unsigned long ocf_fault_polled_joins(void)
 {
 	return atomic_load_explicit(&polled_joins, memory_order_relaxed);
+}
+
+OCF_EXPORT unsigned long ocf_fault_striped_beside_others(void)
+{
+	return atomic_load_explicit(&striped_beside, memory_order_relaxed);
 }
 #endif
 
@@ -981,6 +987,8 @@ static void plan_request(const struct ocf_io *io, bool write, int others, struct
 		if (helpers > 0) {
 			if (stripe_shape(io, pool_chunk(p->pool), OCF_LANE_DEPTH, &p->stripes)) {
 				p->path = PATH_STRIPED;
+				if (others > 0)
+					atomic_fetch_add_explicit(&striped_beside, 1, memory_order_relaxed);
 				p->helpers = helpers;
 				p->chunk = p->stripes.chunk;
 				p->skew0 = p->stripes.skew0;

@@ -156,6 +156,9 @@ int ocf_fault_host_share_peers(bool refresh);
  * (engine.c: helpers kept awake after a lone caller's short striped read)
  * since the process started. */
 unsigned long ocf_fault_polled_joins(void);
+/* Device reads striped while other callers were busy (engine.c: up to
+ * OPENCUFILE_STRIPE_CALLERS callers, handles without a read-ahead window). */
+unsigned long ocf_fault_striped_beside_others(void);
 /* Batch operations an executor thread took while it polled the FIFO after
  * an operation (async.c) since the process started. */
 unsigned long ocf_fault_polled_batch_ops(void);
