@@ -228,42 +228,33 @@ static size_t page_size(void)
 	return v;
 }
 
-/* cachestat(2) of [off, off+len) of the file of fd: 0, or -errno.  A
- * refusal that says this kernel (or a seccomp filter: EPERM) has no
- * cachestat is learnt (no_cachestat). */
-static int cachestat_of(int fd, uint64_t off, uint64_t len, struct ocf_cachestat *cs)
-{
-	struct ocf_cachestat_range range = {off, len};
-	int e = fault_errno(OCF_FAULT_CACHESTAT);
-	if (e == 0 && syscall(SYS_cachestat, fd, &range, cs, 0) == 0)
-		return 0;
-	if (e == 0)
-		e = errno;
-	if (e == ENOSYS || e == EOPNOTSUPP || e == EPERM)
-		__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
-	return -e;
-}
-
 /* Pages cached among `pages` pages from page `first`, or -errno. */
 static long cached_pages(int fd, uint64_t first, uint64_t pages)
 {
+	struct ocf_cachestat_range range = {first * page_size(), pages * page_size()};
 	struct ocf_cachestat cs;
-	int r = cachestat_of(fd, first * page_size(), pages * page_size(), &cs);
-	return r ? r : (long)cs.nr_cache;
+	int fe = fault_errno(OCF_FAULT_CACHESTAT);
+	if (fe)
+		return -fe;
+	if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+		return -errno;
+	return (long)cs.nr_cache;
 }
 
 int fio_range_dirty(int fd, off_t off, size_t len)
 {
-	if (__atomic_load_n(&no_cachestat, __ATOMIC_RELAXED))
-		return -1;
-	if (len == 0)
-		return 0;
+	if (__atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) || len == 0)
+		return __atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) ? -1 : 0;
+	struct ocf_cachestat_range range = {(uint64_t)off, len};
 	struct ocf_cachestat cs;
-	if (cachestat_of(fd, (uint64_t)off, len, &cs) == 0)
+	int fe = fault_errno(OCF_FAULT_CACHESTAT);
+	if (fe == 0 && syscall(SYS_cachestat, fd, &range, &cs, 0) == 0)
 		return cs.nr_dirty > 0;
-	/* Learnt just now that it cannot tell; else a failure: nothing is
-	 * told clean. */
-	return __atomic_load_n(&no_cachestat, __ATOMIC_RELAXED) ? -1 : 1;
+	int e = fe ? fe : errno;
+	if (e != ENOSYS && e != EOPNOTSUPP && e != EPERM) /* EPERM: a seccomp filter */
+		return 1;					  /* a failure: nothing told clean */
+	__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
+	return -1;
 }
 
 /* Length of the longest prefix of [off, off+n) the page cache holds (a
@@ -279,8 +270,11 @@ static size_t cached_prefix_len_known(int fd, off_t off, size_t n, size_t unknow
 	uint64_t first = (uint64_t)off / ps, last = ((uint64_t)off + n - 1) / ps;
 	uint64_t pages = last - first + 1;
 	long c = cached_pages(fd, first, pages);
-	if (c < 0)
+	if (c < 0) {
+		if (c == -ENOSYS || c == -EOPNOTSUPP || c == -EPERM) /* EPERM: a seccomp filter */
+			__atomic_store_n(&no_cachestat, true, __ATOMIC_RELAXED);
 		return unknown;
+	}
 	*known = true;
 	if ((uint64_t)c >= pages)
 		return n;

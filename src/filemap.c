@@ -608,16 +608,11 @@ static ssize_t copy_windows(struct ocf_fmap *m, copy_fn copy, char *mem, off_t o
 
 static ssize_t copy_sized(struct ocf_fmap *m, char *dst, off_t off, size_t n, const struct stat *st);
 
-/* Whether a copy out of mapping m at off may be tried at all (fmap_copy,
- * fmap_copy_direct). */
-static bool copy_allowed(const struct ocf_fmap *m, off_t off)
-{
-	return m && off >= 0 && (!bulk || cfg.bulk) && faults_catchable();
-}
-
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
-	if (!copy_allowed(m, off))
+	if (!m || off < 0 || (bulk && !cfg.bulk))
+		return -1;
+	if (!faults_catchable())
 		return -1;
 	struct stat st; /* not fault_fstat: the tests count the read path's own */
 	if (fstat(m->fd, &st) != 0)
@@ -650,7 +645,7 @@ static bool quiet_since(struct timespec t, const struct timespec *now, uint64_t 
 
 ssize_t fmap_copy_direct(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
-	if (!copy_allowed(m, off))
+	if (!m || off < 0 || (bulk && !cfg.bulk) || !faults_catchable())
 		return -1;
 	struct stat a, b;
 	struct timespec now;

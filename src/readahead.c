@@ -207,8 +207,7 @@ struct ocf_ra {
 		uint64_t used;	/* when it last matched a read (for replacement) */
 	} det[RA_STREAMS];
 	struct ra_win win[RA_STREAMS];
-	/* The windows open are counted on the handle (h->ra_windows, read
-	 * without the lock as a hint, here and by the engine). */
+	_Atomic int nactive; /* windows open (read without the lock as a hint) */
 };
 
 static atomic_ulong served;
@@ -521,6 +520,7 @@ static void close_window(struct ra_win *ra, bool act_held)
 {
 	if (!ra->active)
 		return;
+	atomic_fetch_sub(&ra->owner->nactive, 1);
 	__atomic_fetch_sub(&ra->h->ra_windows, 1, __ATOMIC_RELAXED);
 	engine_task_quiesce(&ra->job); /* no fill runs after this */
 	atomic_store(&ra->helpers, 0); /* those asked for that never came */
@@ -595,6 +595,7 @@ static void open_window(struct ra_win *ra, const struct ocf_io *io, off_t from, 
 	if (!room)
 		return;
 	__atomic_store_n(&ra->active, true, __ATOMIC_RELAXED); /* close_window undoes the reservation */
+	atomic_fetch_add(&ra->owner->nactive, 1);
 	__atomic_fetch_add(&ra->h->ra_windows, 1, __ATOMIC_RELAXED);
 	ra->nlanes = ra->nslots = 0;
 	ra->wd = watch_file(ra->h->fd);
@@ -771,7 +772,7 @@ static ssize_t ra_read(const struct ocf_io *io, int others)
 		return ENGINE_NOT_SERVED;
 	/* Many callers: no window can open, and their reads take no lock
 	 * here (a stale answer only misses a window or takes the lock). */
-	if (others >= RA_CALLERS_MAX && !__atomic_load_n(&io->h->ra_windows, __ATOMIC_RELAXED))
+	if (others >= RA_CALLERS_MAX && !atomic_load_explicit(&owner->nactive, memory_order_relaxed))
 		return ENGINE_NOT_SERVED;
 	uint64_t now = ocf_now_ns();
 	off_t end = io->off + (off_t)io->len;
