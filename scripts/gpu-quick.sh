@@ -15,6 +15,15 @@
 #                   waited for and not: $OUT/memset.txt
 #   gdsio:ARGS      one gdsio run of ours with ARGS (commas for spaces), e.g.
 #                   "gdsio:-x,0,-m,0,-N,-w,1,-i,1M,-T,2,-P": $OUT/gdsio.txt
+#   bisect:MODE:ROWS  which commit moved a row: for each library of
+#                   OPENCUFILE_BASES (names of .carry/bases/NAME/libcufile.so.0,
+#                   made by scripts/build-bases.sh; default: all of them), one
+#                   scripts/gpu-bench.sh run of quick mode MODE, only the rows
+#                   ROWS (commas), with GPU_BENCH_LIBS="base ours": each base
+#                   and ours alternate in the same run.  $OUT/bisect.md holds
+#                   every run's table, one section per base, $OUT/bisect-raw.log.gz
+#                   their logs (GPU_BISECT_BUDGET:
+#                   seconds per run, default 120)
 #
 #   scripts/gpu-quick.sh kv loader      (repository root, as root)
 #
@@ -131,6 +140,29 @@ for step in "$@"; do
 		} >>"$OUT/gdsio.txt" 2>&1
 		tail -40 "$OUT/gdsio.txt"
 		;;
+	bisect:*:*)
+		spec=${step#bisect:}
+		mode=${spec%%:*}
+		rows=${spec#*:}
+		for b in ${OPENCUFILE_BASES:-$(ls "$ROOT/.carry/bases" 2>/dev/null)}; do
+			lib=$ROOT/.carry/bases/$b/libcufile.so.0
+			[ -f "$lib" ] || { echo "gpu-quick: bisect: no $lib"; continue; }
+			d=$SCR/bisect-$mode-$b
+			mkdir -p "$d"
+			T1=$SECONDS
+			OUT="$d" GPU_SCRATCH="$SCR" BUILD="$BUILD" OPENCUFILE_BASE_LIB="$lib" GPU_BENCH_LIBS="base ours" \
+				GPU_BENCH_QUICK="$mode" GPU_BENCH_ONLY="${rows//,/ }" GPU_BENCH_BUDGET="${GPU_BISECT_BUDGET:-120}" \
+				GPU_BENCH_COMMIT="${GPU_BENCH_COMMIT:-}" GPU_BENCH_KEEP=1 scripts/gpu-bench.sh >"$d/stdout" 2>&1
+			echo "gpu-quick: bisect $mode base $b: exit $? in $((SECONDS - T1)) s"
+			{
+				echo "## base $(cat "$ROOT/.carry/bases/$b/COMMIT" 2>/dev/null || echo "$b"), mode $mode"
+				# The rows' table: the first run of lines that start with '|'.
+				awk '/^\|/ {t = 1; print; next} t {exit}' "$d/bench-table.md" 2>/dev/null
+				echo
+			} >>"$OUT/bisect.md"
+			cat "$d/stdout" "$d/bench.log" 2>/dev/null | gzip >>"$OUT/bisect-raw.log.gz"
+		done
+		;;
 	*)
 		echo "gpu-quick: unknown step $step"
 		;;
@@ -139,3 +171,5 @@ done
 for s in "$@"; do
 	case $s in kv | loader | tp | write) [ -f "$OUT/$s-table.md" ] && cat "$OUT/$s-table.md" ;; esac
 done
+[ -f "$OUT/bisect.md" ] && cat "$OUT/bisect.md"
+exit 0
