@@ -1066,19 +1066,28 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 			      .nchunks = p->nchunks,
 			      .nonblocking = nonblocking_copies};
 	/* A write's preparation, on this stack only for writes (it holds the
-	 * request's last 4 KiB: fileio.h). */
+	 * request's last 4 KiB: fileio.h).  A write whose pieces must be
+	 * serial gets no helper. */
 	struct fio_wprep wprep;
+	int helpers = p->helpers, refused = 0;
 	/* A stream operation released without I/O (skip) touches no file. */
 	bool files = !(io->plan && io->plan->skip);
 	if (write && files) {
-		fio_write_begin(io->h, io->off, io->len, &wprep);
-		job.wprep = &wprep;
+		refused = fio_write_begin(io->h, io->off, io->len, helpers > 0 && p->nchunks > 1, &wprep);
+		if (!refused)
+			job.wprep = &wprep;
+		if (refused || wprep.serial)
+			helpers = 0;
 	}
 	atomic_init(&job.next, 0);
 	atomic_init(&job.stop, job.nchunks);
 	job.err_idx = job.short_idx = job.nchunks;
 	pthread_mutex_init(&job.lock, NULL);
 	pthread_cond_init(&job.cv, NULL);
+	/* A file system that refuses writes: no chunk is written (a stream
+	 * operation's still release the copies waiting for them). */
+	if (refused)
+		job_record_error(&job, 0, refused);
 
 	/* A striped job reads into the caller's lane: taken before any helper
 	 * can see the job. */
@@ -1093,8 +1102,8 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 	}
 
 	bool queued = false;
-	if (r == 0 && p->helpers > 0 && job.nchunks > 1) {
-		job.helpers_wanted = (int)OCF_MIN(job.nchunks - 1, (size_t)p->helpers);
+	if (r == 0 && helpers > 0 && job.nchunks > 1) {
+		job.helpers_wanted = (int)OCF_MIN(job.nchunks - 1, (size_t)helpers);
 		job.queued_ns = prof_now();
 		pthread_mutex_lock(&q_lock);
 		int wake = queue_append_locked(&job);
@@ -1157,7 +1166,7 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 	} else {
 		ret = (ssize_t)io->len;
 	}
-	if (write && files)
+	if (job.wprep)
 		ret = fio_write_end(io->h, &wprep, io->off, io->len, ret);
 	pthread_mutex_destroy(&job.lock);
 	pthread_cond_destroy(&job.cv);

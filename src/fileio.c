@@ -89,10 +89,30 @@ static ssize_t pread_full(int fd, char *buf, size_t n, off_t off)
 	return (ssize_t)done;
 }
 
+#define NO_LIMIT ((off_t)INT64_MAX)
+
+/* The offset at which RLIMIT_FSIZE stops writes (NO_LIMIT: none).  A write
+ * that starts there fails with EFBIG and raises SIGXFSZ; one that crosses
+ * it is cut short there, with no signal. */
+static off_t fsize_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)NO_LIMIT)
+		return NO_LIMIT;
+	return (off_t)rl.rlim_cur;
+}
+
+/* pwrite until n bytes or an error.  Returns bytes written, or -errno if
+ * the first call failed.  After a short write it goes on as one pwrite
+ * would have (a call of more than 2 GiB is cut short by the kernel), but
+ * not from RLIMIT_FSIZE: there a pwrite of the whole range would have
+ * returned what was written, where another call raises SIGXFSZ. */
 static ssize_t pwrite_full(int fd, const char *buf, size_t n, off_t off)
 {
 	size_t done = 0;
 	while (done < n) {
+		if (done && off + (off_t)done >= fsize_limit())
+			break;
 		ssize_t r = fault_pwrite(fd, buf + done, n - done, off + (off_t)done);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -667,6 +687,15 @@ static bool range_hole(int fd, off_t off, off_t end)
 	return d < 0 ? errno == ENXIO : d >= end;
 }
 
+/* Does [off, end) of the file hold a hole anywhere (blocks reserved and
+ * never written count as one: the file system reports them so)?  Unknown:
+ * yes. */
+static bool range_has_hole(int fd, off_t off, off_t end)
+{
+	off_t hole = lseek(fd, off, SEEK_HOLE);
+	return hole < 0 || hole < end;
+}
+
 /* The file's size, asked so that none of its times is: with multigrain
  * timestamps (Linux 6.13) a query of the times makes the next update of
  * them fine-grained, and every store's fault then dirties the inode (eight
@@ -686,21 +715,81 @@ static int size_of(int fd, off_t *size)
 	return 0;
 }
 
-/* Would a write ending at `end` pass RLIMIT_FSIZE?  Then pwrite writes it,
- * up to the limit, and raises SIGXFSZ as it would without us. */
-static bool past_fsize_limit(off_t end)
+/* Is a reservation (fallocate) of the handle's file a promise that writes
+ * into the range need no block more?  Where the file system writes in place:
+ * ext2/3/4 and tmpfs.  Not where it copies on write (btrfs; xfs where an
+ * extent is shared with another file), nor where fallocate means less
+ * (network and FUSE file systems). */
+static bool reserves_in_place(const struct ocf_handle *h)
 {
-	struct rlimit rl;
-	return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)end > rl.rlim_cur;
+	return !strcmp(h->fs_type, "ext4") || !strcmp(h->fs_type, "ext3") || !strcmp(h->fs_type, "ext2") ||
+	       !strcmp(h->fs_type, "tmpfs");
+}
+
+/* ---------------------------------------------- writes of this process */
+
+/* Writes of this process in flight, per file (a hash of its device and
+ * inode; files that share a slot only make the answer more cautious): the
+ * number in flight (low 32 bits) and the number ever started (high 32
+ * bits), in one word so that a write joins with one atomic step.  A write
+ * that went wrong after it changed the file's length undoes that only
+ * where it was alone: no other write of this process to the file was in
+ * flight when it began or began after it (fio_write_end, reserve_range).
+ * Another process's write, or the program's own pwrite, is not seen here:
+ * docs/architecture.md ("Writes that fail"). */
+#define WTRACK_SLOTS 64
+static _Atomic uint64_t wtrack[WTRACK_SLOTS];
+
+static void wtrack_enter(const struct ocf_handle *h, struct fio_wtrack *t)
+{
+	uint64_t k = ((uint64_t)h->dev * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)h->ino * 0xC2B2AE3D27D4EB4Full);
+	t->slot = (int)((k >> 32) % WTRACK_SLOTS);
+	uint64_t old = atomic_fetch_add_explicit(&wtrack[t->slot], ((uint64_t)1 << 32) + 1, memory_order_acq_rel);
+	t->first = (uint32_t)old == 0;
+	t->seq = (uint32_t)(old >> 32);
+}
+
+/* Was the write alone on its file so far (see wtrack)? */
+static bool wtrack_alone(const struct fio_wtrack *t)
+{
+	if (t->slot < 0 || !t->first)
+		return false;
+	uint64_t now = atomic_load_explicit(&wtrack[t->slot], memory_order_acquire);
+	return (uint32_t)(now >> 32) == (uint32_t)(t->seq + 1);
+}
+
+static void wtrack_exit(struct fio_wtrack *t)
+{
+	if (t->slot >= 0)
+		atomic_fetch_sub_explicit(&wtrack[t->slot], 1, memory_order_acq_rel);
+	t->slot = -1;
+}
+
+/* Does the file system still take writes?  A pwrite of nothing runs the
+ * file system's own checks and changes nothing (no time, no size, no
+ * signal): ext4 that has turned itself read-only after an error answers
+ * EROFS - the mount table and statvfs(2) may not show it - where stores
+ * through a mapping made before would still land in the page cache and
+ * never reach the disk.  0, or -errno. */
+static int takes_writes(int fd, off_t off)
+{
+	for (;;) {
+		if (fault_pwrite(fd, "", 0, off) >= 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
 }
 
 /* After a reservation failed: the blocks it may have reserved past end of
  * file in [off, end) are given back (past end of file there is no data to
- * lose; a failed fallocate can leave some of its blocks reserved). */
-static void release_past_eof(int fd, off_t off, off_t end)
+ * lose; a failed fallocate can leave some of its blocks reserved) - only
+ * where the write was alone on the file (wtrack): another may have just
+ * extended it. */
+static void release_past_eof(int fd, off_t off, off_t end, const struct fio_wtrack *t)
 {
 	off_t size;
-	if (size_of(fd, &size) != 0)
+	if (!wtrack_alone(t) || size_of(fd, &size) != 0)
 		return;
 	off_t lo = OCF_MAX(off, size);
 	if (lo < end)
@@ -711,17 +800,16 @@ static void release_past_eof(int fd, off_t off, off_t end)
  * long, as a pwrite there would: first the reservation, which changes no
  * size (so a full disk fails it with nothing to undo), then one byte of it
  * allocated the ordinary way, which extends the size and never shrinks it.
- * size: the file's size seen before.  0, or -1 (the piece goes to pwrite,
+ * size: the file's size seen before.  The caller has made sure that the
+ * range lies below RLIMIT_FSIZE.  0, or -1 (the piece goes to pwrite,
  * which reports the error as it would without us). */
-static int reserve_range(struct ocf_handle *h, off_t off, size_t n, off_t size)
+static int reserve_range(struct ocf_handle *h, off_t off, size_t n, off_t size, const struct fio_wtrack *t)
 {
 	off_t end = off + (off_t)n;
-	if (end > size && past_fsize_limit(end))
-		return -1;
 	if (fault_fallocate(h->fd, FALLOC_FL_KEEP_SIZE, off, (off_t)n) != 0 ||
 	    (end > size && fault_fallocate(h->fd, 0, end - 1, 1) != 0)) {
 		int e = errno;
-		release_past_eof(h->fd, off, end);
+		release_past_eof(h->fd, off, end, t);
 		log_debug("fd %d: %zu bytes at %lld not reserved (%s): written with pwrite", h->fd, n, (long long)off,
 			  strerror(e));
 		return -1;
@@ -730,10 +818,9 @@ static int reserve_range(struct ocf_handle *h, off_t off, size_t n, off_t size)
 }
 
 /* How [off, off+n) of the file, inside it (off+n <= size), may take
- * stores: READY (every page cached: no store's fault reads or reserves
- * anything), HOLE (no data: blocks to reserve first) or NO (bytes on the
- * disk only: a store's fault would read them first, which pwrite never
- * does). */
+ * stores: READY (every page cached: no store's fault reads anything), HOLE
+ * (no data: blocks to reserve first) or NO (bytes on the disk only: a
+ * store's fault would read them first, which pwrite never does). */
 enum inside { INSIDE_NO, INSIDE_READY, INSIDE_HOLE };
 
 static enum inside inside_state(int fd, off_t off, size_t n)
@@ -745,12 +832,18 @@ static enum inside inside_state(int fd, off_t off, size_t n)
 
 /* Makes [off, off+n) ready for stores through the mapping: inside the
  * file, its blocks reserved or its pages cached.  Nothing to do where the
- * request made its range ready (prep).  0, or -1: pwrite. */
-static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct fio_wprep *prep)
+ * request made its range ready (prep).  A piece of no request (prep NULL)
+ * also asks whether the file system takes writes and stays below
+ * RLIMIT_FSIZE, which a request asked once (fio_write_begin).  0, or -1:
+ * pwrite, which reports what the file system says. */
+static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct fio_wprep *prep,
+			const struct fio_wtrack *t)
 {
 	off_t end = off + (off_t)n;
 	if (prep && off >= prep->ready_lo && end <= prep->ready_hi)
 		return 0;
+	if (!prep && (end > fsize_limit() || takes_writes(h->fd, off) != 0))
+		return -1;
 	off_t size;
 	if (size_of(h->fd, &size) != 0)
 		return -1;
@@ -758,7 +851,11 @@ static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct 
 	enum inside in = off < lo_end ? inside_state(h->fd, off, (size_t)(lo_end - off)) : INSIDE_HOLE;
 	if (in == INSIDE_NO)
 		return -1;
-	return in == INSIDE_HOLE || end > size ? reserve_range(h, off, n, size) : 0;
+	/* Cached pages may lie over a hole (a hole that was read): blocks
+	 * are reserved wherever the file has none. */
+	if (in == INSIDE_READY && end <= size && !range_has_hole(h->fd, off, end))
+		return 0;
+	return reserve_range(h, off, n, size, t);
 }
 
 /* Writes the piece [off, off+n) of the write that prep describes (the
@@ -785,10 +882,11 @@ static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct 
  * the inotify IN_MODIFY event after every byte is in place, so that a
  * read-ahead window of this library in any process, and any file watcher,
  * sees the write (a store raises no event, and updates the times only at
- * the first store to a clean page).  Returns the bytes written, or
- * NOT_MAPPED: the piece goes to pwrite whole, which reports what happens. */
+ * the first store to a clean page).  Returns the bytes written, an error
+ * when none was, or NOT_MAPPED: the piece goes to pwrite whole, which
+ * reports what happens. */
 static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off_t off,
-			    const struct fio_wprep *prep)
+			    const struct fio_wprep *prep, const struct fio_wtrack *t)
 {
 	if (!h->wmap || n < MAPPED_WRITE_MIN || (prep && !prep->stores))
 		return NOT_MAPPED;
@@ -810,7 +908,7 @@ static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off
 	/* The mapping is the file registered's: only while the number still
 	 * names it (handle.c); else pwrite on the number. */
 	if (e - s < (off_t)MAPPED_WRITE_MIN || handle_same_file(h) != 0 ||
-	    mapped_ready(h, s, (size_t)(e - s), prep) != 0)
+	    mapped_ready(h, s, (size_t)(e - s), prep, t) != 0)
 		return NOT_MAPPED;
 	/* The head, then the stores, then the rest (with the last page where
 	 * the piece signals itself). */
@@ -824,16 +922,18 @@ static ssize_t write_mapped(struct ocf_handle *h, const char *src, size_t n, off
 		last = OCF_MIN(e, OCF_MAX(s, OCF_ALIGN_DOWN(end - 1, (off_t)page_size())));
 	/* A fault (the file shrank under the stores, a block could not be
 	 * reserved, a disk error): pwrite writes the stored part again. */
-	if (last > s && fmap_store(h->wmap, s, src + (s - off), (size_t)(last - s)) < 0) {
-		ssize_t w = pwrite_full(h->fd, src + (s - off), (size_t)(end - s), s);
-		return w < 0 ? (ssize_t)(s - off) : (ssize_t)(s - off) + w;
-	}
-	if (last == end)
+	off_t from = last;
+	if (last > s && fmap_store(h->wmap, s, src + (s - off), (size_t)(last - s)) < 0)
+		from = s;
+	if (from == end)
 		return (ssize_t)n;
-	ssize_t w = pwrite_full(h->fd, src + (last - off), (size_t)(end - last), last);
-	/* The stored bytes are in the file: a failing pwrite of the rest makes
-	 * the write short, as a pwrite that stops there would. */
-	return w < 0 ? (ssize_t)(last - off) : (ssize_t)(last - off) + w;
+	ssize_t w = pwrite_full(h->fd, src + (from - off), (size_t)(end - from), from);
+	/* What is in the file before `from` counts: a failing pwrite of the
+	 * rest makes the write short, as a pwrite that stops there would; with
+	 * nothing written, the error. */
+	if (w < 0)
+		return from > off ? (ssize_t)(from - off) : w;
+	return (ssize_t)(from - off) + w;
 }
 
 size_t fio_piece_align(const struct ocf_handle *h, bool write)
@@ -841,84 +941,125 @@ size_t fio_piece_align(const struct ocf_handle *h, bool write)
 	return write && h->wmap ? FMAP_FOLIO_MAX : h->align;
 }
 
-void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep *p)
+int fio_write_begin(struct ocf_handle *h, off_t off, size_t n, bool split, struct fio_wprep *p)
 {
 	off_t end = off + (off_t)n;
-	*p = (struct fio_wprep){.size = -1, .req_end = end, .held_off = end};
-	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD || (!h->wmap && !h->odirect) || n < MAPPED_WRITE_MIN)
-		return;
+	*p = (struct fio_wprep){.size = -1, .req_off = off, .req_end = end, .held_off = end, .limit = NO_LIMIT,
+				.wt = {.slot = -1}};
+	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
+		return 0;
+	wtrack_enter(h, &p->wt);
 	/* A buffered write that starts no 2 MiB region of the file early
-	 * enough can store nothing (write_mapped): it is written as without
-	 * the mapping, one pwrite a piece - a KV cache's 64 KiB blocks, 1 MiB
-	 * calls at odd MiB offsets - with no system call more. */
+	 * enough can store nothing (write_mapped).  One that is neither split
+	 * nor stored is one piece after another, written as pwrite writes:
+	 * nothing to prepare - but on an O_DIRECT handle, whose writes past
+	 * end of file ext4 serialises, the range is reserved and the file
+	 * extended at once, so that its pieces and other callers' writes
+	 * past end of file go in parallel. */
 	const off_t R = (off_t)FMAP_FOLIO_MAX;
-	bool wmap = h->wmap && OCF_ALIGN_UP(off, R) + (off_t)MAPPED_WRITE_MIN <= end;
-	if (!wmap && !h->odirect)
-		return;
+	bool wmap = h->wmap && n >= MAPPED_WRITE_MIN && OCF_ALIGN_UP(off, R) + (off_t)MAPPED_WRITE_MIN <= end;
+	if (!split && !wmap && !h->odirect)
+		return 0;
+	/* Pieces in parallel, or stores, may leave bytes written after a
+	 * piece that failed, and stores do not ask the file system at all:
+	 * they run only where nothing the file system refuses can happen once
+	 * the first byte moves.  Otherwise the pieces are serial: one after
+	 * another in file order, each a pwrite, stopping at the first that
+	 * comes back short - exactly what one pwrite of the whole range does. */
+	p->serial = true;
+	off_t limit = fsize_limit();
+	if (end > limit) {
+		/* Cut at the limit: the piece that reaches it writes up to it,
+		 * and none writes past it (fio_write). */
+		p->limit = limit;
+		return 0;
+	}
 	off_t size;
-	if (size_of(h->fd, &size) != 0)
-		return;
+	if (!reserves_in_place(h) || size_of(h->fd, &size) != 0)
+		return 0;
 	p->size = size;
 	/* Stores only into the regions it writes whole, and past end of file
 	 * up to its end. */
 	if (wmap && (end >= size ? end : OCF_ALIGN_DOWN(end, R)) - OCF_ALIGN_UP(off, R) < (off_t)MAPPED_WRITE_MIN)
 		wmap = false;
-	if (!wmap && !h->odirect)
-		return;
-	p->stores = wmap;
+	/* Every block the write needs reserved before the first byte moves,
+	 * the file extended to its end at once: a hole anywhere inside the
+	 * file (cached pages may lie over one: a hole that was read), and
+	 * what lies past end of file.  A full disk or quota refuses the
+	 * reservation, and the pieces are serial. */
+	off_t in_end = OCF_MIN(end, size);
+	bool hole = off < in_end && range_has_hole(h->fd, off, in_end);
+	off_t lo = hole ? off : OCF_MAX(off, size);
+	bool reserve = lo < end;
+	enum inside in = INSIDE_HOLE;
+	if (wmap && off < in_end)
+		in = inside_state(h->fd, off, (size_t)(in_end - off));
+	if (reserve && reserve_range(h, lo, (size_t)(end - lo), size, &p->wt) != 0)
+		return 0;
+	if (!wmap) {
+		/* Pieces in parallel, none stored: a file system that refuses
+		 * writes refuses each of them. */
+		p->serial = false;
+		return 0;
+	}
+	/* Stores land in the page cache whatever the file system has become:
+	 * ask it first where no reservation did. */
+	if (!reserve) {
+		int e = takes_writes(h->fd, off);
+		if (e) {
+			wtrack_exit(&p->wt);
+			return e;
+		}
+	}
+	p->serial = false;
+	p->stores = true;
 	/* The request's last bytes wait for the end (fio_write_end). */
-	if (wmap) {
-		p->tail_off = OCF_MAX(off, end - (off_t)sizeof(p->tail));
-		p->tail_len = (size_t)(end - p->tail_off);
-	}
-	/* Past end of file there is no data: reserved in one call for every
-	 * piece, the file extended once.  Inside it, a buffered handle's range
-	 * that is cached needs nothing, and one that holds no data the same
-	 * reservation; where it holds data on the disk only, its pieces decide
-	 * for themselves. */
-	off_t lo = OCF_MAX(off, size);
-	bool inside_ready = false;
-	if (wmap && off < size) {
-		enum inside in = inside_state(h->fd, off, (size_t)(OCF_MIN(end, size) - off));
-		inside_ready = in == INSIDE_READY;
-		if (in == INSIDE_HOLE)
-			lo = off;
-	}
-	if (inside_ready && end <= size) {
+	p->tail_off = OCF_MAX(off, end - (off_t)sizeof(p->tail));
+	p->tail_len = (size_t)(end - p->tail_off);
+	/* Where its pieces may store without asking: what is cached, and what
+	 * was reserved; where the file holds data on the disk only, the
+	 * pieces decide for themselves. */
+	if (in == INSIDE_READY || in == INSIDE_HOLE) {
+		if (!reserve && end > size)
+			return 0;
 		p->ready_lo = off;
 		p->ready_hi = end;
-	} else if (lo < end && reserve_range(h, lo, (size_t)(end - lo), size) == 0) {
-		p->ready_lo = inside_ready ? off : lo;
+	} else if (reserve) {
+		p->ready_lo = lo;
 		p->ready_hi = end;
 	}
+	return 0;
 }
 
 ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size_t n, ssize_t result)
 {
-	if (p->size < 0)
-		return result;
-	/* Every piece written: the request's last bytes, now that every byte
-	 * before them is in place. */
-	if (p->held_off < p->req_end && result >= 0 && (size_t)result == n) {
-		size_t held = (size_t)(p->req_end - p->held_off);
-		ssize_t w = pwrite_full(h->fd, p->tail + (p->held_off - p->tail_off), held, p->held_off);
-		if (w < (ssize_t)held)
-			result = w > 0 ? (p->held_off - off) + w : p->held_off > off ? p->held_off - off : w;
+	if (p->size >= 0) {
+		/* Every piece written: the request's last bytes, now that every
+		 * byte before them is in place. */
+		if (p->held_off < p->req_end && result >= 0 && (size_t)result == n) {
+			size_t held = (size_t)(p->req_end - p->held_off);
+			ssize_t w = pwrite_full(h->fd, p->tail + (p->held_off - p->tail_off), held, p->held_off);
+			if (w < (ssize_t)held)
+				result = w > 0 ? (p->held_off - off) + w : p->held_off > off ? p->held_off - off : w;
+		}
+		/* A write that went wrong midway after it extended the file (a
+		 * disk or device-memory error; nothing the file system refuses
+		 * gets this far) leaves it no longer than the bytes it reports
+		 * make it, and no shorter than it was - where it was alone on
+		 * the file (wtrack): a write that was not may have written
+		 * bytes in the range, and no call removes another's bytes.  Not
+		 * when the file is longer than this write would make it:
+		 * another writer extended it. */
+		if (result < 0 || (size_t)result < n) {
+			off_t keep = OCF_MAX(p->size, off + (result > 0 ? (off_t)result : 0));
+			off_t size;
+			if (wtrack_alone(&p->wt) && size_of(h->fd, &size) == 0 && size > keep &&
+			    size <= off + (off_t)n && ftruncate(h->fd, keep) != 0)
+				log_warn("fd %d: could not cut the file back to %lld bytes after a failed write: %s",
+					 h->fd, (long long)keep, strerror(errno));
+		}
 	}
-	if (result >= 0 && (size_t)result == n)
-		return result;
-	/* A write that failed or came back short leaves the file no longer
-	 * than the bytes it reports make it (and no shorter than it was):
-	 * later pieces may have been written, and the request may have
-	 * extended the file for all of them.  Not when the file is longer
-	 * than this write would make it: another writer extended it. */
-	off_t keep = OCF_MAX(p->size, off + (result > 0 ? (off_t)result : 0));
-	off_t size;
-	if (size_of(h->fd, &size) == 0 && size > keep && size <= off + (off_t)n) {
-		if (ftruncate(h->fd, keep) != 0)
-			log_warn("fd %d: could not cut the file back to %lld bytes after a failed write: %s", h->fd,
-				 (long long)keep, strerror(errno));
-	}
+	wtrack_exit(&p->wt);
 	return result;
 }
 
@@ -938,11 +1079,9 @@ static ssize_t write_holding_tail(struct ocf_handle *h, const char *src, size_t 
 	return (ssize_t)n;
 }
 
-ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
-		  struct fio_wprep *prep)
+static ssize_t write_any(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
+			 struct fio_wprep *prep, const struct fio_wtrack *t)
 {
-	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
-		return fs_io(h, (char *)src, n, off, 1);
 	/* The request's last bytes wait for the end, unless the transfers go
 	 * through io_uring (each piece then signals itself). */
 	bool hold = prep && prep->tail_len && off + (off_t)n == prep->req_end && !write_on_ring(h, ring);
@@ -958,7 +1097,7 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, st
 		/* Stores through the mapping, unless the transfers were asked
 		 * to go through io_uring (OPENCUFILE_IO_BACKEND=uring,
 		 * properties.prefer_iouring). */
-		ssize_t r = write_on_ring(h, ring) ? NOT_MAPPED : write_mapped(h, src, n, off, prep);
+		ssize_t r = write_on_ring(h, ring) ? NOT_MAPPED : write_mapped(h, src, n, off, prep, t);
 		return r != NOT_MAPPED ? r : write_piece(h, ring, src, n, off);
 	}
 
@@ -978,6 +1117,10 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, st
 		size_t len = (size_t)(cut[i + 1] - cut[i]);
 		if (len == 0)
 			continue;
+		/* Nothing written from RLIMIT_FSIZE on, where bytes before it
+		 * were: as one pwrite would stop there. */
+		if (done && cut[i] >= (prep ? prep->limit : fsize_limit()))
+			break;
 		const char *p = src + (cut[i] - off);
 		ssize_t r = i == 1 ? write_piece(h, ring, p, len, cut[i]) : write_unaligned(h, p, len, cut[i]);
 		if (r < 0)
@@ -987,6 +1130,26 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, st
 			break;
 	}
 	return (ssize_t)done;
+}
+
+ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, struct ocf_ring *ring,
+		  struct fio_wprep *prep)
+{
+	if (h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS)
+		return fs_io(h, (char *)src, n, off, 1);
+	if (prep) {
+		/* A request cut at RLIMIT_FSIZE: no piece after its first starts
+		 * at the limit (a pwrite there raises SIGXFSZ; one pwrite of the
+		 * whole range stops at the limit without it). */
+		if (off > prep->req_off && off >= prep->limit)
+			return 0;
+		return write_any(h, src, n, off, ring, prep, &prep->wt);
+	}
+	struct fio_wtrack t;
+	wtrack_enter(h, &t);
+	ssize_t r = write_any(h, src, n, off, ring, NULL, &t);
+	wtrack_exit(&t);
+	return r;
 }
 
 /* ------------------------------------------------------- cache write-back */

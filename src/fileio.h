@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct ocf_handle;
 struct ocf_ring;
@@ -114,15 +115,29 @@ ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t 
  * flushes (8).  x86-64 only; elsewhere a no-op. */
 void fio_flush_before_copy(const void *p, size_t n, int busy);
 
+/* A write's place among the writes of this process to its file
+ * (fileio.c, wtrack). */
+struct fio_wtrack {
+	int slot; /* -1: not counted */
+	bool first;
+	uint32_t seq;
+};
+
 /* What a write request did before its pieces (fio_write_begin): the file's
  * size then (-1: nothing known, nothing to undo) and the range of it its
  * pieces may store into without asking (ready_lo < ready_hi: cached, or
  * reserved, the file extended over it). */
 struct fio_wprep {
 	off_t size;
-	off_t req_end; /* where the request ends */
+	off_t req_off, req_end; /* where the request starts and ends */
 	off_t ready_lo, ready_hi;
+	/* Its pieces must run one after another, in file order, none stored,
+	 * the first that comes back short ending the request (the engine
+	 * then asks no helper): what one pwrite of the range does. */
+	bool serial;
 	bool stores; /* its pieces may store through the mapping (else: pwrite) */
+	off_t limit; /* RLIMIT_FSIZE where the request crosses it: no later piece starts there */
+	struct fio_wtrack wt;
 	/* A buffered handle's request: its last bytes [tail_off, req_end)
 	 * (tail_len > 0, at most 4 KiB) are written once every piece is done,
 	 * by fio_write_end: the call that signals the whole write to readers
@@ -134,16 +149,23 @@ struct fio_wprep {
 	char tail[4096];
 };
 
-/* Before the pieces of a write of [off, off+n) (a request the engine may
- * split): notes the file's size, and where pieces may go in parallel past
- * end of file - stores through the mapping of a buffered handle, O_DIRECT
- * writes, which ext4 serialises where they extend the file - reserves that
- * range and extends the file over it at once. */
-void fio_write_begin(struct ocf_handle *h, off_t off, size_t n, struct fio_wprep *p);
+/* Before the pieces of a write of [off, off+n) (split: the engine means to
+ * give them to several participants at once).  Pieces in parallel, or
+ * stored through the mapping, run only where nothing the file system
+ * refuses can happen once the first byte moves: below RLIMIT_FSIZE, on a
+ * file system whose reservations hold (fallocate), every block the range
+ * lacks reserved and the file extended to its end at once - a full disk
+ * or quota refuses the reservation, not a piece - and, for stores, the
+ * file system still taking writes.  Otherwise the pieces are serial
+ * (p->serial), as one pwrite is.  Returns 0, or -errno: the file system
+ * refuses writes (EROFS), nothing was written and fio_write_end is not to
+ * be called.  "Writes that fail" in docs/architecture.md. */
+int fio_write_begin(struct ocf_handle *h, off_t off, size_t n, bool split, struct fio_wprep *p);
 /* After them, with the request's result: writes the request's last page
- * when every piece was written (a buffered handle's: held for the end), and
- * a write that failed or came back short leaves the file no longer than
- * what it reports makes it.  Returns the request's result. */
+ * when every piece was written (a buffered handle's: held for the end),
+ * and a write that went wrong after it extended the file leaves it no
+ * longer than what it reports makes it, where no other write of this
+ * process to the file ran meanwhile.  Returns the request's result. */
 ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size_t n, ssize_t result);
 
 /* Writes n bytes from src to [off, off+n).  With O_DIRECT, src must satisfy

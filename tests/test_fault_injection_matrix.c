@@ -1044,9 +1044,11 @@ static const struct not_applicable not_applicable[] = {
 	 "buffered twin"},
 	{"statx ", FR | FBR, VALL, BALL, false,
 	 "statx runs at registration of an O_DIRECT descriptor, before the fault"},
-	{"statx ", FW, V_DEV_SMALL | V_HOST_BUF | V_DEV_BUF, BALL, false,
-	 "a buffered write that starts no 2 MiB region of the file is written as without the mapping: the "
-	 "file's size is asked (statx) only before the pieces of an O_DIRECT one or one that may store"},
+	{"statx ", FW, V_DEV_BUF, B_NOSPLIT, false,
+	 "a buffered write's size is asked (statx) only before pieces that run in parallel or store through "
+	 "the mapping: unsplit, this is one participant's pieces in file order, none covering a 2 MiB region"},
+	{"statx ", FW, V_DEV_SMALL | V_HOST_BUF, BALL, false,
+	 "one piece (5000 bytes; 200 KiB of host memory, written from it by one pwrite): nothing to prepare"},
 	{"fstat ", FW | FBR | FB | FA, VALL, BALL, false,
 	 "fstat runs at registration, before the fault, and before a read in place (a write asks statx)"},
 	{"fstat ", FR, V_DEV | V_HOST_DIRECT | V_HOST_BUF, BALL, false,
