@@ -99,7 +99,9 @@
 #   a fall on one row in about 250, so a fall is confirmed by a rerun);
 #   NVIDIA's 128-entry batches get a short timeout
 #   (GPU_BENCH_NIXL_TIMEOUT, 20 s: its setup of 250 files and buffers
-#   included).  About 8 minutes for three libraries (GPU_BENCH_BUDGET 480
+#   included); NIXL's batches are collected as its GDS backend does, all
+#   of a batch's entries with no timeout (GPU_BENCH_NIXL_WAIT=wait; poll:
+#   as its earlier versions, never blocking).  About 8 minutes for three libraries (GPU_BENCH_BUDGET 480
 #   by default here); rows past the budget are skipped and named.
 #   GPU_BENCH_QUICK=write: the write rows only, through both libraries:
 #   buffered cuFileWrite from registered device memory into a NEW file
@@ -1226,15 +1228,18 @@ if [ "$QUICK" = clients ] || [ -n "$ONLY" ]; then
 		workload "$id" 0 "$tmo" "$need" -D "$NXDIR" "$@"
 	}
 	NXT=${GPU_BENCH_NIXL_TIMEOUT:-20}
+	# How the batches are collected: NIXL's GDS backend asks each batch for
+	# all its entries with no timeout (wait); earlier versions polled.
+	NXW=${GPU_BENCH_NIXL_WAIT:-wait}
 	# 16 x 2 MiB written, then read, 5 rounds: batches, and a pool of 8.
-	nixl nixl_b16x5  "$NXT" 20 -e 16 -i 2M -x 5 -B 128 -W wait -r 5 -I 1,0 -m 0 -N
+	nixl nixl_b16x5  "$NXT" 20 -e 16 -i 2M -x 5 -B 128 -W "$NXW" -r 5 -I 1,0 -m 0 -N
 	nixl nixl_mt16x5 30 20 -e 16 -i 2M -x 0 -w 8 -r 5 -I 1,0 -m 0 -N
 	# The first batch of writes of a process, right after its registrations:
 	# 4 x 1,000,001 bytes, then the same batch 9 times more; fresh processes.
-	REPS=$FIRSTPROCS nixl nixl_first "$NXT" 40 -e 4 -i 1000001 -x 5 -B 128 -W wait -r 10 -I 1 -m 0 -N
+	REPS=$FIRSTPROCS nixl nixl_first "$NXT" 40 -e 4 -i 1000001 -x 5 -B 128 -W "$NXW" -r 10 -I 1 -m 0 -N
 	# Its default: 250 x 10 MiB in batches of up to 128 (both in flight),
 	# and the same through a pool of 8 threads of cuFileWrite (GDS_MT).
-	REPS=$HEAVYREPS nixl nixl_b250 "$NXT" 30 -e 250 -i "$NXIO" -x 5 -B 128 -W wait -I 1 -m 0 -N
+	REPS=$HEAVYREPS nixl nixl_b250 "$NXT" 30 -e 250 -i "$NXIO" -x 5 -B 128 -W "$NXW" -I 1 -m 0 -N
 	REPS=$HEAVYREPS nixl nixl_mt250 30 30 -e 250 -i "$NXIO" -x 0 -w 8 -I 1 -m 0 -N
 	# Reads through an O_DIRECT handle into unregistered memory of a file
 	# this process finished writing (cuFileWrite, buffered) 1 s before,

@@ -97,7 +97,7 @@ udev_for() { # FILE: writes the udev facts of FILE's device; prints what to remo
 # bench STEP TAG BASE LIBS: one gpu-bench run, its table and raw log under
 # $OUT as STEP[-TAG]-table.md and STEP[-TAG]-raw.log.gz.
 bench() {
-	local step=$1 tag=$2 base=$3 libs=$4 name=$1${2:+-$2} T1=$SECONDS budget=${GPU_QUICK_BUDGET:-330}
+	local step=$1 base=$3 libs=$4 name=$1${2:+-$2} T1=$SECONDS budget=${GPU_QUICK_BUDGET:-330}
 	[ "$step" = clients ] && budget=${GPU_QUICK_BUDGET:-480}
 	mkdir -p "$SCR/bench-$name"
 	OUT="$SCR/bench-$name" GPU_SCRATCH="$SCR" BUILD="$BUILD" OPENCUFILE_BASE_LIB="$base" \

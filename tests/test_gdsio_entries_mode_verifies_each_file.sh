@@ -56,7 +56,7 @@ run() {
 		GDSIO_ENTRIES_SPY_DELAY_US=${DELAY_US:-0} LD_PRELOAD="$SPY${LD_PRELOAD:+:$LD_PRELOAD}" \
 		"$GDSIO" -D "$D" "$@" >"$T/out" 2>&1
 	rc=$?
-	SWAP= DELAY_US= # a prefix assignment to a function may outlive the call (POSIX leaves it open)
+	SWAP='' DELAY_US='' # a prefix assignment to a function may outlive the call (POSIX leaves it open)
 	judge "$name" "$want" 1 $rc "$@"
 }
 # The Extra line of one phase (write or read).

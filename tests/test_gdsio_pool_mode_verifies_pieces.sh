@@ -59,7 +59,7 @@ run() {
 		GDSIO_POOL_SPY_CALLERS=${callers:-1} \
 		LD_PRELOAD="$SPY${LD_PRELOAD:+:$LD_PRELOAD}" "$GDSIO" "$@" >"$T/out" 2>&1
 	rc=$?
-	callers= # a prefix assignment to a function may outlive the call (POSIX leaves it open)
+	callers='' # a prefix assignment to a function may outlive the call (POSIX leaves it open)
 	judge "$name" "$want" 1 $rc "$@"
 }
 expect_extra() { # name key value
