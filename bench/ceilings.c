@@ -14,7 +14,9 @@
  *     -t TESTS  comma list of copy,latency,dirty,pread,odirect,pwrite,kvcopy,
  *               kvfile,staged (default all that the given files allow), writes
  *               (only when named: the write mechanisms and the disk's write
- *               rates, -W FILE's name with .wN appended, -s bytes each)
+ *               rates, -W FILE's name with .wN appended, -s bytes each),
+ *               newfiles (only when named: of those, 8 threads' pwrite into
+ *               8 new files, write_files_new_8x16MiB, alone)
  *     -n        never drop the page cache (default: drop it, as root, before
  *               each cold measurement)
  *     -q        quick: the GPU copy ceilings on 64 MiB instead of 1 GiB, the
@@ -1235,7 +1237,8 @@ int main(int argc, char **argv)
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "
-				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged,writes] [-n] [-q]\n",
+				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged,writes,newfiles] "
+				"[-n] [-q]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -1281,5 +1284,11 @@ int main(int argc, char **argv)
 		test_kvfile(file, wfile, wbytes);
 	if (wfile && tests && wanted(tests, "writes")) /* only when named: about a minute */
 		test_writes(wfile, wbytes);
+	if (wfile && tests && wanted(tests, "newfiles") && !wanted(tests, "writes")) {
+		/* The bound of writes into many new files (the entries of a
+		 * transfer library), without the rest of the write ceilings. */
+		sync();
+		wmeasure(wfile, W_FILES, 0, WF_NEW, 8, 16 << 20, wbytes);
+	}
 	return 0;
 }

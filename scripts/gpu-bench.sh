@@ -69,7 +69,40 @@
 #   a short timeout (GPU_BENCH_KV_TIMEOUT, 8 s) and the row says so.
 #   A third library "base" (LIBS="nv base ours", OPENCUFILE_BASE_LIB=path of
 #   another libcufile.so.0 of ours, e.g. an earlier commit's) runs beside the
-#   others, alternating, for before/after comparisons in one run.
+#   others, alternating, for before/after comparisons in one run.  The table
+#   then has a column "fall": FALL where ours is below base beyond both
+#   spreads (ours' best below base's worst: for times, ours' best above
+#   base's worst), "rise" the other way round, "=" where the spreads meet;
+#   the rows that fell are listed under the table.
+#   GPU_BENCH_QUICK=clients: the shapes client libraries issue (each row
+#   NVIDIA's library, the base and ours; its ceiling: 8 threads' pwrite into
+#   new files, ceilings -t newfiles): KvikIO's pool fed by several threads
+#   (gdsio -Q; O_DIRECT handles, unregistered device memory): 8 callers x
+#   16 MiB reads in 4 MiB pieces on 8 threads and 16 callers x 64 KiB (one
+#   piece each) on 8, beside the existing pool rows (pool8_16m: one caller's
+#   16 MiB reads; pool8_4g: one 4 GiB read) and the 8 x 4 MiB and 16 x 64
+#   KiB buffered registered rows (their 0.95x references); reads through an
+#   O_DIRECT handle into unregistered memory of a 1 GiB file this process
+#   wrote 1 s before (gdsio -Y) beside the same from the 4 GiB file at rest;
+#   NIXL's GDS tests (gdsio -e, each entry its own new file and buffer,
+#   registered, buffered fd): its default write, 250 entries of 10 MiB in
+#   batches of up to 128 and the same through a pool of 8 cuFileWrite
+#   threads (its GDS_MT backend); 16 x 2 MiB written then read, 5 rounds,
+#   batches and pool (write and read GB/s on their own lines); its first
+#   batch of writes, 4 x 1,000,001 bytes right after the registrations,
+#   in GPU_BENCH_FIRST_PROCS fresh processes (20; median of their first
+#   batches, and of the same batch later in the same processes); the batch
+#   of 8 x 64 KiB latency rows of the kv mode with one 64 KiB read beside
+#   them, and 256 async reads beside one thread's 16 MiB reads.
+#   GPU_BENCH_QUICK_T seconds a run (0.4), 5 repetitions (3 for the 250-entry
+#   and freshly-written rows: with 5 of each, two equal libraries still show
+#   a fall on one row in about 250, so a fall is confirmed by a rerun);
+#   NVIDIA's 128-entry batches get a short timeout
+#   (GPU_BENCH_NIXL_TIMEOUT, 20 s: its setup of 250 files and buffers
+#   included); NIXL's batches are collected as its GDS backend does, all
+#   of a batch's entries with no timeout (GPU_BENCH_NIXL_WAIT=wait; poll:
+#   as its earlier versions, never blocking).  About 8 minutes for three libraries (GPU_BENCH_BUDGET 480
+#   by default here); rows past the budget are skipped and named.
 #   GPU_BENCH_QUICK=write: the write rows only, through both libraries:
 #   buffered cuFileWrite from registered device memory into a NEW file
 #   (gdsio -n: made empty before each run) by 1 and 8 threads x 16 MiB, 16
@@ -171,6 +204,13 @@ elif [ "$QUICK" = write ]; then
 	REPS=${GPU_BENCH_REPS:-2}
 	QT=${GPU_BENCH_QUICK_T:-1}
 	TQ=(-T "$QT")
+elif [ "$QUICK" = clients ]; then
+	ONLY=${GPU_BENCH_ONLY:-"ceilings t16_64k_r t1_16m async256 t8_4m_r t8_4m_dio_ur pool8_16m pool8_4g cl_pool_c8_16m cl_pool_c16_64k kv_lat_b8 kv_lat_b8_sc kv_lat_64k nixl_b16x5 nixl_mt16x5 nixl_first nixl_b250 nixl_mt250 cl_fresh_dio_ur"}
+	REPS=${GPU_BENCH_REPS:-5}
+	QT=${GPU_BENCH_QUICK_T:-0.4}
+	BUDGET=${GPU_BENCH_BUDGET:-480}
+	TQ=(-T "$QT")
+	LATT=1
 elif [ "$QUICK" = kv ]; then
 	ONLY=${GPU_BENCH_ONLY:-"ceilings kv_b128_64k_rd kv_b128_64k_rd_sc kv_b128_64k_wr kv_b128_64k_wr_sc kv_16b_wait_rd kv_16b_wait_rd_sc kv_16b_poll_rd kv_16b_poll_rd_sc kv_16b_wait_wr kv_b128_1m_rd kv_b128_1m_rd_sc kv_b128_1m_wr kv_t16_64k_rd kv_t16_64k_wr kv_t16_1m_rd kv_t16_1m_wr kv_lat_b8 kv_lat_b8_sc kv_lat_64k"}
 	REPS=${GPU_BENCH_REPS:-3}
@@ -178,9 +218,14 @@ elif [ "$QUICK" = kv ]; then
 	TQ=(-T "$QT")
 	LATT=1
 fi
+# The clients mode's files and counts: a freshly written file (gdsio -Y),
+# NIXL's entries (gdsio -e, in their own directory), the processes of the
+# first-batch row.
+FRESHSZ=1G FRESHWAIT=1 NXIO=10M FIRSTPROCS=${GPU_BENCH_FIRST_PROCS:-20} HEAVYREPS=3
 if [ "$DRY" = 1 ]; then
 	SIZE=${GPU_BENCH_SIZE:-128M} COLD=${GPU_BENCH_COLD_SIZE:-32M} REPS=${GPU_BENCH_REPS:-1}
 	LIBS=${GPU_BENCH_LIBS:-ours} LATT=0.3 BATCHSZ=$SIZE DROP=0
+	FRESHSZ=32M FRESHWAIT=0.2 NXIO=64K FIRSTPROCS=${GPU_BENCH_FIRST_PROCS:-2} HEAVYREPS=$REPS
 fi
 
 mkdir -p "$OUT" "$SCRATCH" || exit 2
@@ -197,6 +242,8 @@ SWEEP_SVG=$OUT/sweep.svg
 DATA=$SCRATCH/bench.dat
 WDATA=$SCRATCH/bench-write.dat
 WNEW=$SCRATCH/bench-new.dat # the write mode's new files (gdsio -n)
+FRESHF=$SCRATCH/bench-fresh.dat # the clients mode's freshly written file (gdsio -Y)
+NXDIR=$SCRATCH/nixl # the clients mode's entries (gdsio -e), removed by gdsio at its end
 WSIZE=${GPU_BENCH_WRITE_SIZE:-2G} # the write mode's new files, and its ceilings' files
 CKPT=4G CKPT_SYNC=16G W64K=1G
 [ "$DRY" = 1 ] && WSIZE=${GPU_BENCH_WRITE_SIZE:-128M} CKPT=128M CKPT_SYNC=128M W64K=32M
@@ -406,9 +453,12 @@ run_gdsio() {
 	# (an awk per metric cost seconds of a dry run).
 	local -A ex=()
 	local k
-	while read -r k v; do [ -n "${ex[$k]+set}" ] || ex[$k]=$v; done < <(awk '/^Extra:/ {for (i = 1; i <= NF; i++) if ($i ~ /.:$/) print $i, $(i + 1)}' "$RUNOUT")
+	# A line of gdsio -e's read phase ("phase: read") gives its figures as
+	# read_<name>, beside the write phase's.
+	while read -r k v; do [ -n "${ex[$k]+set}" ] || ex[$k]=$v; done < <(awk '/^Extra:/ {p = / phase: read/ ? "read_" : ""; for (i = 1; i <= NF; i++) if ($i ~ /.:$/) print p $i, $(i + 1)}' "$RUNOUT")
 	for m in GB_per_sec p50_usecs p99_usecs CPU_sec_per_GB overlap io_GB_per_sec io_GB_per_sec_with_kernel \
-		batch_avg_usecs batch_p50_usecs batch_p99_usecs request_avg_usecs request_p99_usecs; do
+		batch_avg_usecs batch_p50_usecs batch_p99_usecs request_avg_usecs request_p99_usecs \
+		read_GB_per_sec read_CPU_sec_per_GB first_round_usecs later_round_usecs; do
 		V[$id|$lib|$m]="${V[$id|$lib|$m]:-} ${ex[$m:]:-}"
 	done
 	v=$(sed -n 's/.*Avg_Latency: \([0-9.]*\) usecs.*/\1/p' "$RUNOUT" | head -1)
@@ -772,6 +822,25 @@ cell() { # id lib metric -> "median (min-max)" or a status
 
 median_of() { local s; s=$(stats "${V[$1|$2|$3]:-}"); echo "${s%% *}"; }
 
+# fall_of ID METRIC LOWER: FALL where ours is worse than base beyond both
+# spreads (higher is better: ours' max below base's min; times: ours' min
+# above base's max), "rise" the other way round, "=" where the spreads
+# meet, "-" without figures of both.
+fall_of() {
+	local b o
+	b=$(stats "${V[$1|base|$2]:-}")
+	o=$(stats "${V[$1|ours|$2]:-}")
+	if [ -z "$b" ] || [ -z "$o" ]; then
+		echo -
+		return
+	fi
+	awk -v b="$b" -v o="$o" -v l="$3" 'BEGIN {
+		split(b, B, " "); split(o, O, " ")
+		worse = l ? O[2] > B[3] : O[3] < B[2]; better = l ? O[3] < B[2] : O[2] > B[3]
+		print worse ? "FALL" : better ? "rise" : "="
+	}'
+}
+
 # check CHECKS id metric : "yes"/"NO"/"?" for ours against the target.
 check() {
 	local checks=$1 id=$2 metric=$3 ours nv c ok=yes ref a
@@ -810,6 +879,15 @@ check() {
 			ref=$(median_of "$id" nv CPU_sec_per_GB)
 			if [ -n "$a" ] && [ -n "$ref" ]; then awk -v a="$a" -v r="$ref" 'BEGIN {exit !(a <= r)}' || ok=NO
 			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		lenv:*) # a time at most this many times NVIDIA's
+			if [ -n "$nv" ]; then awk -v a="$ours" -v n="$nv" -v f="${c#lenv:}" 'BEGIN {exit !(a <= f * n)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
+		lexrow:*) # a time at most F times ours' METRIC of ROW: lexrow:F:ROW:METRIC
+			c=${c#lexrow:}
+			a=${c#*:}
+			ref=$(median_of "${a%%:*}" ours "${a#*:}")
+			if [ -n "$ref" ]; then awk -v a="$ours" -v r="$ref" -v f="${c%%:*}" 'BEGIN {exit !(a <= f * r)}' || ok=NO
+			elif [ "$ok" = yes ]; then ok="?"; fi ;;
 		xrow:*)
 			c=${c#xrow:}
 			ref=$(median_of "${c#*:}" ours GB_per_sec)
@@ -838,10 +916,10 @@ ROWS=(
 	"pool4_16m|GB_per_sec|pool: 16 MiB reads, each cut into 4 MiB pieces on 4 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 4 threads x 4 MiB (t4_4m_r), CPU <= NVIDIA|xrow:0.95:t4_4m_r cpunv|0"
 	"pool4_16m|request_avg_usecs|  ... one 16 MiB read: avg (us)|||1"
 	"pool4_16m|request_p99_usecs|  ... p99 (us)|||1"
-	"pool8_16m|GB_per_sec|pool: 16 MiB reads, each cut into 4 MiB pieces on 8 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), CPU <= NVIDIA|xrow:0.95:t8_4m_r cpunv|0"
+	"pool8_16m|GB_per_sec|pool: 16 MiB reads, each cut into 4 MiB pieces on 8 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), >= NVIDIA, CPU <= NVIDIA|xrow:0.95:t8_4m_r xnv:1 cpunv|0"
 	"pool8_16m|request_avg_usecs|  ... one 16 MiB read: avg (us)|||1"
 	"pool8_16m|request_p99_usecs|  ... p99 (us)|||1"
-	"pool8_4g|GB_per_sec|pool: the whole data set as one read cut into 4 MiB pieces on 8 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), CPU <= NVIDIA|xrow:0.95:t8_4m_r cpunv|0"
+	"pool8_4g|GB_per_sec|pool: the whole data set as one read cut into 4 MiB pieces on 8 threads, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), >= NVIDIA, CPU <= NVIDIA|xrow:0.95:t8_4m_r xnv:1 cpunv|0"
 	"t1_16m|GB_per_sec|warm, 1 thread x 16 MiB calls, device unregistered (GB/s)|>= 15 (NVIDIA 6.3)|ge:15|0"
 	"t1_16m_r|GB_per_sec|warm, 1 thread x 16 MiB calls, device registered (GB/s)|>= NVIDIA, CPU <= NVIDIA and <= 0.18|xnv:1 cpunv cpule:0.18|0"
 	"t16_1m|GB_per_sec|warm, 16 threads x 1 MiB calls, device unregistered (GB/s)|>= 1.3x NVIDIA|xnv:1.3|0"
@@ -860,7 +938,7 @@ ROWS=(
 	"lat4k_r|p99_usecs|  ... p99 (us)|<= 2x p50||1"
 	"batch128|GB_per_sec|batch 128 x 64 KiB, warm, unregistered (GB/s)|completes, >= 13.4 (2x 6.7)|ge:13.4|0"
 	"batch32r|GB_per_sec|batch 32 x 64 KiB, warm, registered (GB/s)|(NVIDIA's best batch: 6.7)||0"
-	"async256|GB_per_sec|256 x 16 MiB cuFileReadAsync, one stream (GB/s)|all complete, ~ sync 16 MiB rate|xrow:0.9:t1_16m|0"
+	"async256|GB_per_sec|256 x 16 MiB cuFileReadAsync, one stream (GB/s)|all complete, >= 0.9x one thread's 16 MiB sync rate, unregistered (t1_16m)|xrow:0.9:t1_16m|0"
 	"ovl_async|overlap|reads while a kernel runs: 16 MiB cuFileReadAsync ops on one stream, spin kernel on another: overlap (1 = I/O hidden)|close to 1||0"
 	"ovl_async|io_GB_per_sec|  ... I/O alone (GB/s)|||0"
 	"ovl_async|io_GB_per_sec_with_kernel|  ... I/O while the kernel runs (GB/s)|~ I/O alone||0"
@@ -905,18 +983,31 @@ ROWS=(
 	"kv_t16_64k_wr|GB_per_sec|KV: 16 threads x 64 KiB cuFileWrite (GB/s)|>= 0.8x pwrite 16 x 64 KiB|xceil:0.8:pwrite_buffered_16x64KiB|0"
 	"kv_t16_1m_rd|GB_per_sec|KV: 16 threads x 1 MiB cuFileRead (GB/s)|>= 0.8x the 1 MiB copy ceiling|xceil:0.8:h2d_pinned_1MiB_best|0"
 	"kv_t16_1m_wr|GB_per_sec|KV: 16 threads x 1 MiB cuFileWrite (GB/s)|>= 0.8x pwrite 16 x 1 MiB|xceil:0.8:pwrite_buffered_16x1MiB|0"
-	"kv_lat_b8|batch_avg_usecs|KV: one batch of 8 x 64 KiB, submit to last completion: avg (us)|<= 2x one 64 KiB cuFileRead||1"
+	"kv_lat_b8|batch_avg_usecs|KV: one batch of 8 x 64 KiB, submit to last completion: avg (us)|<= NVIDIA, <= 2x one 64 KiB cuFileRead (kv_lat_64k)|lenv:1 lexrow:2:kv_lat_64k:avg_usecs|1"
 	"kv_lat_b8|batch_p99_usecs|  ... p99 (us)|||1"
-	"kv_lat_b8_sc|batch_avg_usecs|KV: one batch of 8 x 64 KiB, scattered, submit to last completion: avg (us)|<= NVIDIA, <= 2x one 64 KiB cuFileRead||1"
+	"kv_lat_b8_sc|batch_avg_usecs|KV: one batch of 8 x 64 KiB, scattered, submit to last completion: avg (us)|<= NVIDIA, <= 2x one 64 KiB cuFileRead (kv_lat_64k)|lenv:1 lexrow:2:kv_lat_64k:avg_usecs|1"
 	"kv_lat_b8_sc|batch_p99_usecs|  ... p99 (us)|||1"
 	"kv_lat_64k|avg_usecs|KV: one 64 KiB cuFileRead, 1 thread: avg (us)|||1"
+	"cl_pool_c8_16m|GB_per_sec|clients: pool of 8 threads fed by 8 callers x 16 MiB reads in 4 MiB pieces, O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 8 threads x 4 MiB (t8_4m_r), >= NVIDIA|xrow:0.95:t8_4m_r xnv:1|0"
+	"cl_pool_c8_16m|request_avg_usecs|  ... one caller's 16 MiB read: avg (us)|||1"
+	"cl_pool_c16_64k|GB_per_sec|clients: pool of 8 threads fed by 16 callers x 64 KiB reads (one piece each), O_DIRECT fd, device unregistered (GB/s)|>= 0.95x 16 threads x 64 KiB buffered registered (t16_64k_r), >= NVIDIA|xrow:0.95:t16_64k_r xnv:1|0"
+	"cl_pool_c16_64k|request_avg_usecs|  ... one caller's 64 KiB read: avg (us)|||1"
+	"cl_fresh_dio_ur|GB_per_sec|clients: O_DIRECT fd, 8 threads x 4 MiB into unregistered device memory, a 1 GiB file this process wrote 1 s before (GB/s; at rest: t8_4m_dio_ur)|>= NVIDIA|xnv:1|0"
+	"nixl_b250|GB_per_sec|clients: NIXL GDS default, 250 writes of 10 MiB, each its own new file, batches of up to 128, buffered, registered (GB/s)|>= 1.5x NVIDIA, >= 0.8x 8 threads' pwrite into new files (write_files_new_8x16MiB)|xnv:1.5 xceil:0.8:write_files_new_8x16MiB|0"
+	"nixl_mt250|GB_per_sec|clients: NIXL GDS_MT default, the same 250 writes by a pool of 8 cuFileWrite threads (GB/s)|>= 1.5x NVIDIA, >= 0.8x 8 threads' pwrite into new files (write_files_new_8x16MiB)|xnv:1.5 xceil:0.8:write_files_new_8x16MiB|0"
+	"nixl_b16x5|GB_per_sec|clients: NIXL 16 x 2 MiB, each its own new file, 5 rounds, batches: writes (GB/s)|>= 1.5x NVIDIA|xnv:1.5|0"
+	"nixl_b16x5|read_GB_per_sec|  ... then reads of the same (GB/s)|>= NVIDIA|xnv:1|0"
+	"nixl_mt16x5|GB_per_sec|clients: NIXL GDS_MT 16 x 2 MiB, 5 rounds, a pool of 8 threads: writes (GB/s)|>= 1.5x NVIDIA|xnv:1.5|0"
+	"nixl_mt16x5|read_GB_per_sec|  ... then reads of the same (GB/s)|>= NVIDIA|xnv:1|0"
+	"nixl_first|first_round_usecs|clients: NIXL's first batch of writes of a process, 4 x 1,000,001 bytes into new files right after the registrations: median of the processes (us)|<= 2x NVIDIA, <= 2x the same batch later (below)|lenv:2 lexrow:2:nixl_first:later_round_usecs|1"
+	"nixl_first|later_round_usecs|  ... the same batch later in the process, median of rounds 2-10 (us)|<= NVIDIA|lenv:1|1"
 )
 
 TABLE_DONE=0
 print_table() {
 	((TABLE_DONE)) && return
 	TABLE_DONE=1
-	local row id metric label target checks lower nvc oc ratio met nvm om cpu gpu a b
+	local row id metric label target checks lower nvc oc ratio met nvm om cpu gpu a b cm fl falls=()
 	{
 		echo
 		gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -924,14 +1015,15 @@ print_table() {
 		echo
 		echo "Data set $SIZE (cold reads $COLD), $REPS timed repetitions after one verified (-V) repetition, median (min-max);"
 		echo "ratio = ours/NVIDIA for GB/s, NVIDIA/ours for times (> 1: ours better). 'met' judges ours against the target."
+		[ "$QUICK" = clients ] && echo "Clients mode: nixl_first ran in $FIRSTPROCS processes per library, the 250-entry and freshly-written rows $HEAVYREPS times."
 		[ -n "$DROP_NOTE" ] && echo "NOTE: $DROP_NOTE"
 		((${#SKIPPED[@]})) && echo "NOTE: skipped for lack of time: ${SKIPPED[*]}"
 		echo
 		local hasbase=0 bc
 		case " $LIBS " in *" base "*) hasbase=1 ;; esac
 		if ((hasbase)); then
-			echo "| workload | NVIDIA median (spread) | base median (spread) | ours median (spread) | ratio | target | met | CPU s/GB NVIDIA / base / ours |"
-			echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+			echo "| workload | NVIDIA median (spread) | base median (spread) | ours median (spread) | ratio | target | met | fall | CPU s/GB NVIDIA / base / ours |"
+			echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 		else
 			echo "| workload | NVIDIA median (spread) | ours median (spread) | ratio | target | met | CPU s/GB NVIDIA / ours |"
 			echo "| --- | --- | --- | --- | --- | --- | --- |"
@@ -950,10 +1042,13 @@ print_table() {
 			fi
 			met=$(check "$checks" "$id" "$metric")
 			cpu="-"
-			if [ "$metric" = GB_per_sec ]; then
-				a=$(median_of "$id" nv CPU_sec_per_GB)
-				b=$(median_of "$id" ours CPU_sec_per_GB)
-				bc=$(median_of "$id" base CPU_sec_per_GB)
+			# The CPU of a throughput: CPU_sec_per_GB beside GB_per_sec,
+			# read_CPU_sec_per_GB beside read_GB_per_sec.
+			case $metric in *GB_per_sec) cm=${metric%GB_per_sec}CPU_sec_per_GB ;; *) cm="" ;; esac
+			if [ -n "$cm" ]; then
+				a=$(median_of "$id" nv "$cm")
+				b=$(median_of "$id" ours "$cm")
+				bc=$(median_of "$id" base "$cm")
 				if ((hasbase)); then
 					[ -n "$a$b$bc" ] && cpu="$(fmt "${a:--}") / $(fmt "${bc:--}") / $(fmt "${b:--}")"
 				else
@@ -961,11 +1056,21 @@ print_table() {
 				fi
 			fi
 			if ((hasbase)); then
-				echo "| $label | $nvc | $(cell "$id" base "$metric") | $oc | $ratio | $target | $met | $cpu |"
+				fl=$(fall_of "$id" "$metric" "$lower")
+				[ "$fl" = FALL ] && falls+=("$id ${metric}")
+				echo "| $label | $nvc | $(cell "$id" base "$metric") | $oc | $ratio | $target | $met | $fl | $cpu |"
 			else
 				echo "| $label | $nvc | $oc | $ratio | $target | $met | $cpu |"
 			fi
 		done
+		if ((hasbase)); then
+			echo
+			if ((${#falls[@]})); then
+				echo "FALL (ours below base beyond both spreads): ${falls[*]}"
+			else
+				echo "No row fell: none has ours below base beyond both spreads."
+			fi
+		fi
 		if ((${#PIN[@]})); then
 			echo
 			echo "Pinned staging memory of ours (gdscheck -s of the stats file written at driver close; last repetition):"
@@ -1032,6 +1137,9 @@ if [ "$QUICK" = write ]; then
 	wanted ceilings && ceilings -W "$SCRATCH/wceil" -s "$WSIZE" -t copy,writes
 elif [ "$QUICK" = loader ]; then
 	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged,kvcopy
+elif [ "$QUICK" = clients ]; then
+	# The bound of writes into many new files: 8 threads' pwrite into 8.
+	wanted ceilings && ceilings -W "$SCRATCH/wceil" -s "$WSIZE" -t newfiles
 else
 	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged
 fi
@@ -1089,6 +1197,60 @@ if [ "$QUICK" = loader ] || [ -n "$ONLY" ]; then
 	workload pool4_16m       0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 4 -s "$SIZE" -i 16M -q 4M "${TQ[@]}"
 	workload pool8_16m       0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -s "$SIZE" -i 16M -q 4M "${TQ[@]}"
 	workload pool8_4g        0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -s "$SIZE" -i "$SIZE" -q 4M "${TQ[@]}"
+fi
+# The batch of 8 x 64 KiB, submit to last completion, beside one 64 KiB
+# cuFileRead (the kv rows; the clients mode runs them too, before its NIXL
+# rows).
+kv_lat_rows() {
+	workload kv_lat_b8 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
+	workload kv_lat_b8_sc 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -R -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
+	workload kv_lat_64k 0 30 20 "${F[@]}" -x 0 -i 64K -m 0 -N -w 1 -s "$SIZE" -I 2 "${TQ[@]}"
+}
+# The shapes client libraries issue (GPU_BENCH_QUICK=clients; the pool rows
+# above are its too).  KvikIO's pool fed by several application threads
+# (gdsio -Q): 8 callers x 16 MiB reads in 4 MiB pieces, and 16 callers x
+# 64 KiB reads (one piece each), on a pool of 8 threads, O_DIRECT handles,
+# unregistered device memory.
+if [ "$QUICK" = clients ] || [ -n "$ONLY" ]; then
+	workload cl_pool_c8_16m  0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -Q 8 -s "$SIZE" -i 16M -q 4M "${TQ[@]}"
+	workload cl_pool_c16_64k 0 60 20 "${F[@]}" -x 0 -m 0 -O -b -w 8 -Q 16 -s "$SIZE" -i 64K -q 64K "${TQ[@]}"
+	[ "$QUICK" = clients ] && kv_lat_rows
+	# NIXL's GDS tests (gdsio -e): each entry its own new file in $NXDIR
+	# and its own registered device buffer, all made before the clock;
+	# buffered handles (its default).  The directory is flushed first, and
+	# gdsio removes its files at the end (their dirty pages unwritten).
+	nixl() { # id timeout need gdsio arguments
+		local id=$1 tmo=$2 need=$3
+		shift 3
+		wanted "$id" || return 0
+		mkdir -p "$NXDIR"
+		sync
+		workload "$id" 0 "$tmo" "$need" -D "$NXDIR" "$@"
+	}
+	NXT=${GPU_BENCH_NIXL_TIMEOUT:-20}
+	# How the batches are collected: NIXL's GDS backend asks each batch for
+	# all its entries with no timeout (wait); earlier versions polled.
+	NXW=${GPU_BENCH_NIXL_WAIT:-wait}
+	# 16 x 2 MiB written, then read, 5 rounds: batches, and a pool of 8.
+	nixl nixl_b16x5  "$NXT" 20 -e 16 -i 2M -x 5 -B 128 -W "$NXW" -r 5 -I 1,0 -m 0 -N
+	nixl nixl_mt16x5 30 20 -e 16 -i 2M -x 0 -w 8 -r 5 -I 1,0 -m 0 -N
+	# The first batch of writes of a process, right after its registrations:
+	# 4 x 1,000,001 bytes, then the same batch 9 times more; fresh processes.
+	REPS=$FIRSTPROCS nixl nixl_first "$NXT" 40 -e 4 -i 1000001 -x 5 -B 128 -W "$NXW" -r 10 -I 1 -m 0 -N
+	# Its default: 250 x 10 MiB in batches of up to 128 (both in flight),
+	# and the same through a pool of 8 threads of cuFileWrite (GDS_MT).
+	REPS=$HEAVYREPS nixl nixl_b250 "$NXT" 30 -e 250 -i "$NXIO" -x 5 -B 128 -W "$NXW" -I 1 -m 0 -N
+	REPS=$HEAVYREPS nixl nixl_mt250 30 30 -e 250 -i "$NXIO" -x 0 -w 8 -I 1 -m 0 -N
+	# Reads through an O_DIRECT handle into unregistered memory of a file
+	# this process finished writing (cuFileWrite, buffered) 1 s before,
+	# beside the same shape from the data file at rest (t8_4m_dio_ur).
+	if wanted cl_fresh_dio_ur; then
+		CREATED+=("$FRESHF")
+		sync
+		REPS=$HEAVYREPS workload cl_fresh_dio_ur 0 60 25 -f "$FRESHF" -s "$FRESHSZ" -Y "$FRESHWAIT" -x 0 -m 0 -O -b \
+			-w 8 -i 4M "${TQ[@]}"
+		rm -f "$FRESHF"
+	fi
 fi
 # I/O overlapped with a compute kernel (bench/overlap: kernel alone, I/O
 # alone, both; the kernel lasts as long as the I/O alone did).
@@ -1153,9 +1315,7 @@ workload kv_t16_64k_rd 0 30 20 "${F[@]}" -x 0 -i 64K -m 0 -N -w 16 -s "$SIZE" "$
 workload kv_t16_64k_wr 0 30 20 -f "$WDATA" -I 1 -x 0 -i 64K -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
 workload kv_t16_1m_rd 0 30 20 "${F[@]}" -x 0 -i 1M -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
 workload kv_t16_1m_wr 0 30 20 -f "$WDATA" -I 1 -x 0 -i 1M -m 0 -N -w 16 -s "$SIZE" "${TQ[@]}"
-workload kv_lat_b8 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
-workload kv_lat_b8_sc 0 30 20 "${F[@]}" -x 5 -B 8 -W wait -R -i 64K -m 0 -N -w 1 -s "$BATCHSZ" "${TQ[@]}"
-workload kv_lat_64k 0 30 20 "${F[@]}" -x 0 -i 64K -m 0 -N -w 1 -s "$SIZE" -I 2 "${TQ[@]}"
+[ "$QUICK" != clients ] && kv_lat_rows
 
 # Over an existing 4 GiB file, O_DIRECT (the write mode).
 workload wr_dio_t8_ow 0 60 20 -f "$WDATA" -I 1 -x 0 -m 0 -O -w 8 -s "$SIZE" -i 16M

@@ -4,12 +4,16 @@
 # gpu-quick.sh - one short call on the GPU machine: build ours (and, with
 # OPENCUFILE_BASE_SRC, an earlier tree of ours as the "base" library), then
 # run the steps named on the command line, each leaving at most two files
-# under $OUT (a device call brings back 8):
+# under $OUT (two per base with OPENCUFILE_BASE_LIBS; a device call brings
+# back 8):
 #
-#   kv | loader | tp | write   scripts/gpu-bench.sh with GPU_BENCH_QUICK=that mode and
+#   kv | loader | tp | write | clients
+#                   scripts/gpu-bench.sh with GPU_BENCH_QUICK=that mode and
 #                   the libraries of GPU_BENCH_LIBS (default "ours nv", or
 #                   "nv base ours" with a base): $OUT/MODE-table.md and
-#                   $OUT/MODE-raw.log.gz
+#                   $OUT/MODE-raw.log.gz.  With OPENCUFILE_BASE_LIBS, one
+#                   run per base, each "base ours" by default (bisection):
+#                   $OUT/MODE-NAME-table.md and $OUT/MODE-NAME-raw.log.gz
 #   memset          tests/gpu/read_after_memset.c against NVIDIA's library
 #                   and ours, 16 threads and 1 thread x 64 KiB, the memset
 #                   waited for and not: $OUT/memset.txt
@@ -26,12 +30,17 @@
 #                   seconds per run, default 120)
 #
 #   scripts/gpu-quick.sh kv loader      (repository root, as root)
+#   OPENCUFILE_BASE_LIBS="a=libs/a.so.0 b=libs/b.so.0" scripts/gpu-quick.sh clients
 #
 # Environment: OUT (default ./gpu-out), GPU_SCRATCH (default ./gpu-scratch),
 # OPENCUFILE_BASE_SRC (a source tree of ours to build as the base),
-# GPU_QUICK_BUDGET (seconds for each bench mode, default 330), and every
-# variable of scripts/gpu-bench.sh.  The build log comes back only when the
-# build fails ($OUT/build.log).
+# OPENCUFILE_BASE_LIBS="NAME=PATH ..." (libraries of ours already built,
+# e.g. of the commits a bisection tries, carried to the machine: each bench
+# step runs once per library, as the base beside ours; the base of
+# OPENCUFILE_BASE_SRC, if any, runs first under the name "base"),
+# GPU_QUICK_BUDGET (seconds for each bench run, default 330; 480 for
+# clients), and every variable of scripts/gpu-bench.sh.  The build log
+# comes back only when the build fails ($OUT/build.log).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -68,6 +77,19 @@ if [ -n "${OPENCUFILE_BASE_SRC:-}" ]; then
 		echo "gpu-quick: the base did not build (build.log): base not run"
 	fi
 fi
+# Several bases (OPENCUFILE_BASE_LIBS): NAME=PATH each; a path relative to
+# the repository root is taken from there.
+BASE_NAMES=() BASE_PATHS=()
+[ -n "$BASE" ] && [ -n "${OPENCUFILE_BASE_LIBS:-}" ] && BASE_NAMES+=(base) BASE_PATHS+=("$BASE")
+for b in ${OPENCUFILE_BASE_LIBS:-}; do
+	n=${b%%=*} p=${b#*=}
+	case $p in /*) ;; *) p=$ROOT/$p ;; esac
+	if [ "$n" = "$b" ] || [ -z "$n" ] || [ ! -e "$p" ] || ! [[ $n =~ ^[A-Za-z0-9._-]+$ ]]; then
+		echo "gpu-quick: OPENCUFILE_BASE_LIBS: '$b' is not NAME=PATH of a library: not run"
+		continue
+	fi
+	BASE_NAMES+=("$n") BASE_PATHS+=("$p")
+done
 echo "gpu-quick: built in $((SECONDS - T0)) s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), $(nproc) CPUs"
 
 # NVIDIA's library refuses files on the VM's disk without udev data.
@@ -81,20 +103,35 @@ udev_for() { # FILE: writes the udev facts of FILE's device; prints what to remo
 	fi
 }
 
+# bench STEP TAG BASE LIBS: one gpu-bench run, its table and raw log under
+# $OUT as STEP[-TAG]-table.md and STEP[-TAG]-raw.log.gz.
+bench() {
+	local step=$1 base=$3 libs=$4 name=$1${2:+-$2} T1=$SECONDS budget=${GPU_QUICK_BUDGET:-330}
+	[ "$step" = clients ] && budget=${GPU_QUICK_BUDGET:-480}
+	mkdir -p "$SCR/bench-$name"
+	OUT="$SCR/bench-$name" GPU_SCRATCH="$SCR" BUILD="$BUILD" OPENCUFILE_BASE_LIB="$base" \
+		GPU_BENCH_LIBS="$libs" GPU_BENCH_QUICK="$step" GPU_BENCH_BUDGET="$budget" \
+		GPU_BENCH_COMMIT="${GPU_BENCH_COMMIT:-}" GPU_BENCH_KEEP=1 scripts/gpu-bench.sh >"$SCR/bench-$name/stdout" 2>&1
+	echo "gpu-quick: $name: exit $? in $((SECONDS - T1)) s${base:+ (base $base)}"
+	cp "$SCR/bench-$name/bench-table.md" "$OUT/$name-table.md" 2>/dev/null
+	cat "$SCR/bench-$name/stdout" "$SCR/bench-$name/bench.log" | gzip >"$OUT/$name-raw.log.gz"
+	grep -E '^\[t=|PLAN|interrupted|^FALL' "$SCR/bench-$name/stdout" | tail -40
+}
+TABLES=()
 for step in "$@"; do
 	case $step in
-	kv | loader | tp | write)
-		libs=${GPU_BENCH_LIBS:-"ours nv"}
-		[ -n "$BASE" ] && libs=${GPU_BENCH_LIBS:-"nv base ours"}
-		T1=$SECONDS
-		mkdir -p "$SCR/bench-$step"
-		OUT="$SCR/bench-$step" GPU_SCRATCH="$SCR" BUILD="$BUILD" OPENCUFILE_BASE_LIB="$BASE" \
-			GPU_BENCH_LIBS="$libs" GPU_BENCH_QUICK="$step" GPU_BENCH_BUDGET="${GPU_QUICK_BUDGET:-330}" \
-			GPU_BENCH_COMMIT="${GPU_BENCH_COMMIT:-}" GPU_BENCH_KEEP=1 scripts/gpu-bench.sh >"$SCR/bench-$step/stdout" 2>&1
-		echo "gpu-quick: $step: exit $? in $((SECONDS - T1)) s"
-		cp "$SCR/bench-$step/bench-table.md" "$OUT/$step-table.md" 2>/dev/null
-		cat "$SCR/bench-$step/stdout" "$SCR/bench-$step/bench.log" | gzip >"$OUT/$step-raw.log.gz"
-		grep -E '^\[t=|PLAN|interrupted' "$SCR/bench-$step/stdout" | tail -40
+	kv | loader | tp | write | clients)
+		if ((${#BASE_NAMES[@]})); then
+			for i in "${!BASE_NAMES[@]}"; do
+				bench "$step" "${BASE_NAMES[$i]}" "${BASE_PATHS[$i]}" "${GPU_BENCH_LIBS:-base ours}"
+				TABLES+=("$step-${BASE_NAMES[$i]}")
+			done
+		else
+			libs=${GPU_BENCH_LIBS:-"ours nv"}
+			[ -n "$BASE" ] && libs=${GPU_BENCH_LIBS:-"nv base ours"}
+			bench "$step" "" "$BASE" "$libs"
+			TABLES+=("$step")
+		fi
 		;;
 	memset)
 		F=$SCR/bench.dat
@@ -168,8 +205,8 @@ for step in "$@"; do
 		;;
 	esac
 done
-for s in "$@"; do
-	case $s in kv | loader | tp | write) [ -f "$OUT/$s-table.md" ] && cat "$OUT/$s-table.md" ;; esac
+for t in ${TABLES[@]+"${TABLES[@]}"}; do
+	[ -f "$OUT/$t-table.md" ] && cat "$OUT/$t-table.md"
 done
 [ -f "$OUT/bisect.md" ] && cat "$OUT/bisect.md"
 exit 0

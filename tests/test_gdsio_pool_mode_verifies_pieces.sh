@@ -21,9 +21,19 @@
 #    requests only; host memory (-m 3) and pread (-x 1) also work;
 #  - a wrong byte in the file fails the verified pool read (exit 1,
 #    "Verify: FAIL", the offset named): the check looks at the data;
-#  - a piece that does not divide the request, and the shapes the pool does
-#    not support (writes, random reads, batches, -D), are usage errors
-#    (exit 2) with a message naming -q.
+#  - caller threads feeding the pool (-Q, KvikIO's pool fed by several
+#    threads of the application): 4 callers x 16 MiB requests in 4 MiB
+#    pieces on 8 threads and 16 callers x 64 KiB requests (one piece each)
+#    on 4 threads, buffered and O_DIRECT, registered and not, every byte
+#    verified; each caller goes through its own region in order with its
+#    own buffer, none of its next request before its current one is done,
+#    the requests of several callers in flight at once, and the reads done
+#    by the pool's threads only (never more threads nor calls in flight
+#    than -w); a timed run ends with whole requests; a wrong byte fails;
+#  - a piece that does not divide the request, the shapes the pool does not
+#    support (writes, random reads, batches, -D), and -Q without -q are
+#    usage errors (exit 2) with a message naming -q; a bad count of
+#    callers is one naming -Q.
 set -u
 GDSIO=$1
 SPY=$2
@@ -39,14 +49,18 @@ fails=0
 # shellcheck source=gdsio_spy_lib.sh
 . "$(dirname "$0")/gdsio_spy_lib.sh"
 # run NAME RC REQUEST PIECE SET gdsio-args...: one run through the spy, told the
-# request, piece and data set sizes (bytes); a verified run when RC is 0
+# request, piece and data set sizes (bytes) and the callers (callers=N, for
+# -Q N); a verified run when RC is 0
 run() {
 	name=$1 want=$2 req=$3 piece=$4 set=$5
 	shift 5
 	rm -f "$T/spy"
 	GDSIO_POOL_SPY=$T/spy GDSIO_POOL_SPY_REQUEST=$req GDSIO_POOL_SPY_PIECE=$piece GDSIO_POOL_SPY_SET=$set \
+		GDSIO_POOL_SPY_CALLERS=${callers:-1} \
 		LD_PRELOAD="$SPY${LD_PRELOAD:+:$LD_PRELOAD}" "$GDSIO" "$@" >"$T/out" 2>&1
-	judge "$name" "$want" 1 $? "$@"
+	rc=$?
+	callers='' # a prefix assignment to a function may outlive the call (POSIX leaves it open)
+	judge "$name" "$want" 1 $rc "$@"
 }
 expect_extra() { # name key value
 	v=$(extra "$2")
@@ -120,6 +134,49 @@ run cpu_pread 0 $((16 * M)) $((4 * M)) $((64 * M)) -f "$F" -s 64M -x 1 -m 3 -N -
 	expect cpu_pread calls -eq 0
 }
 
+# Callers feeding the pool (-Q): every call a piece of its caller's request,
+# each caller its own buffer and region, several callers' requests at once,
+# the reads done by the pool's -w threads only.
+# callers_both NAME CALLERS REQUEST_KIB PIECE_KIB SET_MIB THREADS CALLS REQUESTS
+callers_both() {
+	for fd in N O; do
+		for reg in r b; do
+			regopt=
+			[ "$reg" = b ] && regopt=-b
+			# shellcheck disable=SC2086 # regopt is empty or one option
+			callers=$2 run "$1_$fd$reg" 0 $(($3 * 1024)) $(($4 * 1024)) $(($5 * M)) -f "$F" -s "$5M" -x 0 \
+				-m 0 -$fd $regopt -w "$6" -Q "$2" -i "$3K" -q "$4K" -V && {
+				n=$1_$fd$reg
+				shape "$n"
+				grep -q "DataSetSize: $(($5 * 1024))/$(($5 * 1024))(KiB)" "$T/out" || bad "$n" "not $5 MiB read"
+				grep -q " ops: $7 " "$T/out" || bad "$n" "not $7 ops"
+				expect_extra "$n" requests "$8"
+				expect_extra "$n" callers "$2"
+				expect "$n" calls -eq "$7"
+				expect "$n" requests -eq "$8"
+				expect "$n" shared_buffers -eq 0
+				expect "$n" max_callers_in_flight -ge 2
+				expect "$n" max_in_flight -le "$6"
+				expect "$n" threads -le "$6"
+				expect "$n" threads -ge 2
+			}
+		done
+	done
+}
+# 4 callers x 16 MiB requests (2 each) in 4 MiB pieces on a pool of 8.
+callers_both callers4_16m 4 16384 4096 128 8 32 8
+# 16 callers x 64 KiB requests, each one piece, on a pool of 4: the calls
+# come from the pool's 4 threads, not from the 16 callers.
+callers_both callers16_64k 16 64 64 16 4 256 256
+# Timed: each caller goes round its region again, whole requests only.
+callers=4 run callers_timed 0 $((16 * M)) $((4 * M)) $((64 * M)) -f "$F" -s 64M -x 0 -m 0 -N -w 4 -Q 4 -i 16M \
+	-q 4M -T 0.5 -V && {
+	shape callers_timed
+	expect callers_timed requests -gt 4
+	r=$(extra requests)
+	expect callers_timed calls -eq $((${r:-0} * 4))
+}
+
 # Wrong data must be noticed: two bytes in the third piece of the second
 # request.
 printf '\377\000' | dd of="$F" bs=1 seek=$((16 * M + 8 * M + 12345)) conv=notrunc 2>/dev/null
@@ -127,8 +184,14 @@ run detects_bad_byte 1 $((16 * M)) $((4 * M)) $((64 * M)) -f "$F" -s 64M -x 0 -m
 	if ! grep -q 'Verify: FAIL' "$T/out" || ! grep -Eq "file offset $((16 * M + 8 * M + 12345))|file offset $((16 * M + 8 * M + 12346))" "$T/out"; then
 		bad detects_bad_byte "not reported at offset $((16 * M + 8 * M + 12345))"
 	fi
+# The same through callers: the byte is in the first request of caller 1.
+callers=4 run callers_detect_bad_byte 1 $((16 * M)) $((4 * M)) $((64 * M)) -f "$F" -s 64M -x 0 -m 0 -N -w 4 -Q 4 \
+	-i 16M -q 4M -V &&
+	if ! grep -q 'Verify: FAIL' "$T/out" || ! grep -Eq "file offset $((16 * M + 8 * M + 12345))|file offset $((16 * M + 8 * M + 12346))" "$T/out"; then
+		bad callers_detect_bad_byte "not reported at offset $((16 * M + 8 * M + 12345))"
+	fi
 
-# Usage errors, each with a message naming -q.
+# Usage errors, each with a message naming -q (or $flag).
 usage() { # name gdsio-args...
 	name=$1
 	shift
@@ -136,8 +199,8 @@ usage() { # name gdsio-args...
 	rc=$?
 	if [ "$rc" != 2 ]; then
 		bad "$name" "exit $rc, want 2: gdsio $*"
-	elif ! grep -q -- '-q' "$T/out"; then
-		bad "$name" "no message naming -q"
+	elif ! grep -q -- "${flag:--q}" "$T/out"; then
+		bad "$name" "no message naming ${flag:--q}"
 	else
 		echo "ok   $name: $(head -1 "$T/out")"
 	fi
@@ -151,6 +214,8 @@ usage pool_async -f "$F" -s 64M -x 3 -m 0 -i 16M -q 4M
 usage pool_dir -D "$T" -s 64M -x 0 -m 0 -i 16M -q 4M
 usage pool_shared -f "$F" -s 64M -x 0 -m 0 -A -i 16M -q 4M
 usage piece_bad -f "$F" -s 64M -x 0 -m 0 -i 16M -q 0
+usage callers_without_pool -f "$F" -s 64M -x 0 -m 0 -i 16M -Q 4
+flag=-Q usage callers_bad -f "$F" -s 64M -x 0 -m 0 -i 16M -q 4M -Q 0
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all passed"

@@ -5,7 +5,8 @@
 #
 # scripts/gpu-bench.sh's dry run (GPU_BENCH_DRYRUN=1, the stand-in driver)
 # catches a wrong benchmark plan before a GPU minute is spent:
-#  - the KV, loader and tp (several processes) quick modes run to their end (exit 0),
+#  - the KV, loader, tp (several processes) and clients quick modes run to
+#    their end (exit 0),
 #    with no shell error (an unset variable under set -u, such as the
 #    pinned-memory table when no figure was collected: gdscheck is hidden
 #    here so that none is);
@@ -17,6 +18,12 @@
 #    unregistered beside buffered registered, and gdsio's pool shape) passed
 #    its verified run and got a figure, and a pool row's request latency
 #    reached the table;
+#  - the clients mode (the shapes client libraries issue) with a base
+#    beside ours (the same library here): every row it lists passed its
+#    verified run and got a figure from each library, every line of its
+#    table has a number for both (the read phase of the write-then-read
+#    rows and the first-batch times among them), and the table has the
+#    "fall" column and its summary line;
 #  - a copy of the script whose KV rows pass the cold and time-limit
 #    arguments in the wrong order (the mistake that once made every KV row
 #    drop the cache and run without a limit) exits 4 with a PLAN ERROR for
@@ -102,6 +109,32 @@ grep -q "process 1 of 2" "$T/tp/bench.log" || bad tp "the second process of a ro
 grep -q "pinned to CPUs" "$T/tp/bench.log" || bad tp "no pinned run"
 grep -q "^- tp_t8_16m_pin process 0: [0-9]* (limited by" "$T/tp/out" ||
 	bad tp "no CPU budget logged by a pinned process"
+
+# The clients mode, with a base (ours again) beside ours.
+dry clients "$SRC/scripts/gpu-bench.sh" "$T/clients" GPU_BENCH_LIBS="base ours" OPENCUFILE_BASE_LIB="$BUILD/libcufile.so.0"
+check clients "$T/clients" $?
+clients_rows=$(sed -n 's/^plan: \([a-z0-9_]*\) .*/\1/p' "$T/clients/out")
+for id in cl_pool_c8_16m cl_pool_c16_64k pool8_16m pool8_4g t8_4m_r t16_64k_r nixl_b250 nixl_mt250 nixl_b16x5 \
+	nixl_mt16x5 nixl_first kv_lat_b8 kv_lat_b8_sc kv_lat_64k async256 t1_16m cl_fresh_dio_ur t8_4m_dio_ur; do
+	grep -qx "$id" <<<"$clients_rows" || bad clients "row $id of the clients mode has no plan line"
+done
+for id in $clients_rows; do
+	grep -q "^\[t=[0-9]*s\] $id: base PASS \[[0-9].*\] ours PASS \[[0-9]" "$T/clients/out" ||
+		bad clients "row $id: not verified with a figure from both libraries"
+done
+# Every line of the table: a median for the base and for ours (columns 3 and 4).
+awk -F'|' '/^\| workload \|/ {t = 1; next} t && /^$/ {exit} t && !/^\| ---/ {
+	if ($4 !~ /^ [0-9]/ || $5 !~ /^ [0-9]/) print "no figure:", $2 }' "$T/clients/bench-table.md" >"$T/clients/nofig"
+[ -s "$T/clients/nofig" ] && bad clients "$(cat "$T/clients/nofig")"
+grep -q '^| workload | NVIDIA median (spread) | base median (spread) | ours median (spread) | ratio | target | met | fall |' \
+	"$T/clients/bench-table.md" || bad clients "no fall column"
+grep -Eq '^(FALL \(ours below base|No row fell)' "$T/clients/bench-table.md" || bad clients "no fall summary"
+grep -q '^| *\.\.\. then reads of the same (GB/s) | not run | [0-9]' "$T/clients/bench-table.md" ||
+	bad clients "no read figure of a write-then-read row"
+grep -q '^### .* nixl_first ours rep=2 rc=0: gdsio .* -e 4 -i 1000001 ' "$T/clients/bench.log" ||
+	bad clients "nixl_first did not run in fresh processes"
+grep -q '^### .* cl_fresh_dio_ur ours rep=1 rc=0: gdsio .* -Y ' "$T/clients/bench.log" ||
+	bad clients "cl_fresh_dio_ur did not run gdsio -Y"
 
 # The old mistake, put back into a copy of the script: caught, not run.
 mkdir -p "$T/copy/scripts"

@@ -210,6 +210,29 @@ static void usage(FILE *f)
 		   "            the request's size (registered unless -b); the next request, the\n"
 		   "            next -i bytes of the file, starts when all its pieces are done;\n"
 		   "            needs -f, -x 0, 1 or 2, -I 0, PIECE dividing every -i size\n"
+		   "  -Q N      -q fed by N caller threads (a pool under several threads of an\n"
+		   "            application: KvikIO): caller c goes through its own part of the\n"
+		   "            data set (-s/N, whole requests) in order, one request at a time\n"
+		   "            into its own buffer of the request's size (registered unless\n"
+		   "            -b): it queues the request's pieces and waits until the -w pool\n"
+		   "            threads have done them all; the pool threads take pieces first in\n"
+		   "            first out, whoever queued them (-q equal to -i: one piece each)\n"
+		   "  -e N      entries (NIXL's GDS test): N entries, each its own new file\n"
+		   "            DIR/gdsio.e<k>.dat (-D DIR) and buffer of the -i size (registered\n"
+		   "            unless -b), all made before the clock starts; a round moves each\n"
+		   "            entry once, whole, at file offset 0: -x 5 in batches of up to -B\n"
+		   "            entries, all submitted, then collected (-W), or -x 0 by the -w\n"
+		   "            threads, one cuFileWrite/cuFileRead per entry; files removed at\n"
+		   "            the end\n"
+		   "  -r N      -e: N rounds (default 1); 'Extra:' ends with rounds, the first\n"
+		   "            round's time (first_round_usecs) and the others' median\n"
+		   "            (later_round_usecs)\n"
+		   "  -I 1,0    -e: a phase of writes, then one of reads of the same files and\n"
+		   "            buffers; each phase its result ('Extra:' ends with phase: write\n"
+		   "            or phase: read)\n"
+		   "  -Y SECS   fresh file: write -f anew through cuFileWrite (buffered fd, 16 MiB\n"
+		   "            pieces), wait SECS, then run the timed reads (a file this process\n"
+		   "            finished writing SECS before)\n"
 		   "  -v N      issue each op as cuFileReadv/cuFileWritev of N pieces: one\n"
 		   "            contiguous file range, the pieces laid out in the buffer in\n"
 		   "            reverse order (never adjacent in memory); needs -x 0\n"
@@ -242,7 +265,9 @@ static void usage(FILE *f)
 		   "last completion: batch_avg_usecs, batch_p50_usecs, batch_p99_usecs.  With\n"
 		   "-q ops and latency are per piece, and 'Extra:' ends with the requests, the\n"
 		   "piece size and each request's time from its start to its last piece:\n"
-		   "requests, piece_bytes, request_avg_usecs, request_p50_usecs, request_p99_usecs.\n"
+		   "requests, piece_bytes, request_avg_usecs, request_p50_usecs, request_p99_usecs\n"
+		   "(with -Q, then callers).  With -e 'Extra:' ends with entries, rounds,\n"
+		   "first_round_usecs, later_round_usecs (more than one round) and phase.\n"
 		   "Exit status: 0 ok, 1 I/O or verification failure, 2 usage, 3 not supported\n"
 		   "by the library (async/batch).  OPENCUFILE_LIBCUDA overrides libcuda.so.1.\n");
 }
@@ -252,7 +277,8 @@ int main(int argc, char **argv)
 	int opt, batch_opts = 0;
 	o.ios[0] = 1 << 20, o.nios = 1;
 	o.threads[0] = 1, o.nthreads = 1;
-	while ((opt = getopt(argc, argv, "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:q:RnMFh")) != -1) {
+	while ((opt = getopt(argc, argv,
+			     "f:D:d:m:w:s:o:i:x:B:H:W:t:I:T:k:UONbVSC:G:ZL:PAv:q:RnMFQ:e:r:Y:h")) != -1) {
 		switch (opt) {
 		case 'f':
 			o.file = optarg;
@@ -307,11 +333,23 @@ int main(int argc, char **argv)
 		case 't':
 			o.batch_timeout = atof(optarg);
 			break;
-		case 'I':
-			o.iotype = atoi(optarg);
-			if (o.iotype < 0 || o.iotype > 3)
+		case 'I': {
+			/* TYPE, or with -e the phases in order: 1,0 writes then reads. */
+			char tmp[64], *save;
+			snprintf(tmp, sizeof(tmp), "%s", optarg);
+			o.nphases = 0;
+			for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				char *end;
+				long v = strtol(t, &end, 10);
+				if (*end || v < 0 || v > 3 || o.nphases == 2)
+					die_usage("-I must be 0..3 (with -e: two of them, e.g. 1,0)");
+				o.phases[o.nphases++] = (int)v;
+			}
+			if (!o.nphases)
 				die_usage("-I must be 0..3");
+			o.iotype = o.phases[0];
 			break;
+		}
 		case 'T':
 			o.duration = atof(optarg);
 			break;
@@ -381,6 +419,23 @@ int main(int argc, char **argv)
 		case 'F':
 			o.fsync_end = 1;
 			break;
+		case 'Q':
+			o.callers = (int)parse_count(optarg, 'Q', 1024);
+			break;
+		case 'e':
+			o.entries = (int)parse_count(optarg, 'e', 65536);
+			break;
+		case 'r':
+			o.rounds = parse_count(optarg, 'r', 1000000);
+			break;
+		case 'Y': {
+			char *end;
+			o.fresh_wait = strtod(optarg, &end);
+			if (*end || end == optarg || o.fresh_wait < 0 || o.fresh_wait > 3600)
+				die_usage("-Y must be 0..3600 seconds");
+			o.fresh = 1;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -439,6 +494,48 @@ int main(int argc, char **argv)
 				die_usage("-q %zu: the piece must divide every request size (-i), not %zu",
 					  o.piece, o.ios[i]);
 	}
+	if (o.callers && !o.piece)
+		die_usage(
+		    "-Q (callers) feeds the pool: give -q PIECE as well (-q equal to -i: each request one "
+		    "piece)");
+	if (o.nphases > 1 && !o.entries)
+		die_usage("-I takes two phases (e.g. 1,0) only with -e");
+	if (o.rounds && !o.entries)
+		die_usage("-r (rounds) is for the entries shape (-e)");
+	if (!o.rounds)
+		o.rounds = 1;
+	if (o.entries) {
+		/* Each entry its own file and buffer: one transfer of its size,
+		 * by a batch entry or a pool thread, in rounds. */
+		if (!o.dir || o.file)
+			die_usage(
+			    "-e (entries) makes one new file per entry in a directory: give -D DIR, not -f");
+		if (o.xfer != X_GPUD && o.xfer != X_BATCH)
+			die_usage(
+			    "-e (entries) moves each entry with cuFileWrite/cuFileRead (-x 0, a pool of -w "
+			    "threads) or in batches (-x 5)");
+		for (int i = 0; i < o.nphases; i++)
+			if (o.phases[i] != IO_READ && o.phases[i] != IO_WRITE)
+				die_usage(
+				    "-e (entries) moves each entry whole: -I 0, 1, or both in turn (1,0)");
+		if (o.nphases == 2 && o.phases[0] == o.phases[1])
+			die_usage("-e: -I %d,%d names the same phase twice", o.phases[0], o.phases[1]);
+		if (o.nios > 1 || o.nthreads > 1 || o.sweep)
+			die_usage("-e (entries) runs one IO size (-i) and one thread count (-w)");
+		if (o.duration > 0 || o.shared || o.piece || o.callers || o.vec || o.mix || o.scatter ||
+		    o.newfile || o.fsync_end || o.fresh || o.unaligned || o.batches > 1 || o.prepare_only ||
+		    o.csv || o.svg)
+			die_usage("-e (entries) runs rounds (-r) of its own files and buffers: not with -T, "
+				  "-A, -q, -Q, -v, -M, -R, -n, -F, -Y, -U, -H, -Z, -C or -G");
+		if (o.xfer == X_GPUD && o.depth != 8)
+			die_usage("-e with -x 0: the -w threads take the entries; -B is for batches (-x 5)");
+	}
+	if (o.fresh) {
+		if (!o.file || o.dir)
+			die_usage("-Y (a freshly written file) writes one file: give -f, not -D");
+		if (is_write() || o.newfile || o.prepare_only)
+			die_usage("-Y writes the file first, then times reads: -I 0 or 2, not -Z");
+	}
 	if (o.vec && resolve_vector_io() != 0) {
 		fprintf(stderr,
 			"gdsio: -v: the libcufile in use has no cuFileReadv/cuFileWritev (cuFile 1.19)\n");
@@ -450,7 +547,7 @@ int main(int argc, char **argv)
 	if (o.unaligned && o.odirect && !uses_cufile(o.xfer))
 		fprintf(stderr,
 			"gdsio: warning: -U with O_DIRECT and pread/pwrite will fail with EINVAL (use -N)\n");
-	if (!o.size) {
+	if (!o.size && !o.entries) {
 		struct stat st;
 		if (o.file && stat(o.file, &st) == 0 && (uint64_t)st.st_size > o.offset)
 			o.size = (uint64_t)st.st_size - o.offset;
@@ -465,8 +562,10 @@ int main(int argc, char **argv)
 		die_usage("-n (a new file) is for writes (-I 1 or 3)");
 	if (o.mix && (o.sweep || o.nthreads > 1 || group_mode() || is_random() || o.shared))
 		die_usage("-M needs one thread count, sequential synchronous ops (-x 0, 1 or 2, -I 0 or 1), no -S or -A");
-	if (o.newfile) {
-		/* run_one and the workers create the file(s) empty. */
+	if (o.newfile || o.entries || o.fresh) {
+		/* run_one and the workers create the file(s) empty; -e makes
+		 * its own files; -Y writes the file through the library once
+		 * the driver is open. */
 	} else if (o.file) {
 		if (prepare_file(o.file, o.offset + o.size))
 			return EXIT_FAIL;
@@ -484,7 +583,7 @@ int main(int argc, char **argv)
 	char eb[160];
 	int driver_open = 0;
 	double t_open = 0;
-	if (uses_cufile(o.xfer)) {
+	if (uses_cufile(o.xfer) || o.fresh) {
 		double t0 = now();
 		CUfileError_t e = cuFileDriverOpen();
 		t_open = now() - t0;
@@ -498,7 +597,9 @@ int main(int argc, char **argv)
 	if (driver_open)
 		printf("# cuFileDriverOpen took %.3f ms\n", t_open * 1e3);
 
-	int worst = sweep();
+	if (o.fresh && write_fresh())
+		return EXIT_FAIL;
+	int worst = o.entries ? entries_run() : sweep();
 	if (worst < 0)
 		return EXIT_FAIL;
 	if (driver_open)

@@ -9,7 +9,11 @@
  *                    (cuFileRead/Write, cuFileReadv/Writev, pread/pwrite)
  *   gdsio_batch.c    the grouped loops: cuFile*Async on a stream, cuFileBatchIO
  *   gdsio_pool.c     the pool loop (-q): requests cut into pieces that the
- *                    threads take from one shared queue
+ *                    threads take from one shared queue, issued by the
+ *                    threads themselves or by -Q caller threads
+ *   gdsio_entries.c  the entries shape (-e): each entry its own new file and
+ *                    buffer, moved in batches or by a pool of threads, in
+ *                    rounds and phases (-I 1,0)
  *   gdsio_verify.c   the file pattern: test files, filling, checking
  *   gdsio_buffer.c   the memory types (-m) and host scratch
  *   gdsio_report.c   the banner, result lines, CSV and SVG
@@ -85,9 +89,16 @@ struct opts {
 	int scatter;	  /* -R: batch entries scattered in the file and in the buffer pool */
 	const char *csv, *svg;
 	int driver_open_runs;
-	int newfile;  /* -n: writes into a file made empty before each run */
-	int mix;      /* -M: one run whose ops take the -i sizes in turn */
-	int fsync_end; /* -F: each worker fsyncs its file after its last op, inside the timing */
+	int newfile;	 /* -n: writes into a file made empty before each run */
+	int mix;	 /* -M: one run whose ops take the -i sizes in turn */
+	int fsync_end;	 /* -F: each worker fsyncs its file after its last op, inside the timing */
+	int callers;	 /* -Q: caller threads issuing requests into the pool (0: the pool's own) */
+	int entries;	 /* -e: entries, each its own new file in -D DIR and buffer (0: off) */
+	unsigned rounds; /* -r: rounds of the entries (default 1) */
+	int phases[2];	 /* -I with -e: the phases in order (e.g. 1,0: writes, then reads) */
+	int nphases;
+	double fresh_wait; /* -Y: seconds between writing the file and the timed reads */
+	int fresh;	   /* -Y given */
 };
 extern struct opts o;
 
@@ -165,8 +176,9 @@ struct worker {
 	CUfileBatchHandle_t *batch; /* -x 5: -H handles */
 	unsigned nbatch;	    /* handles set up */
 	uint64_t rng;
-	struct hist *hist;  /* per op */
-	struct hist *bhist; /* -x 5: per batch, submit to last completion; -q: per request */
+	uint64_t pattern_at; /* -e: file offset X holds the pattern of X + pattern_at */
+	struct hist *hist;   /* per op */
+	struct hist *bhist;  /* -x 5: per batch, submit to last completion; -q: per request */
 	uint64_t bytes, ops;
 	double t_end;
 	_Atomic uint64_t progress; /* relaxed: only read for the progress line */
@@ -180,15 +192,47 @@ struct worker {
  * it done); `limit` is the number of requests that run (a pass, or with -T
  * set when the first request after the deadline would start). */
 struct pool {
-	uint64_t nreq;	  /* requests in one pass over the data set */
-	uint64_t npieces; /* pieces per request */
-	atomic_ullong next;	 /* relaxed: hands out tickets */
+	uint64_t nreq;		   /* requests in one pass over the data set */
+	uint64_t npieces;	   /* pieces per request */
+	atomic_ullong next;	   /* relaxed: hands out tickets */
 	atomic_ullong pieces_done; /* acq/rel: pieces completed, all requests */
-	atomic_ullong avail;	 /* release by the finisher, acquire by takers */
-	atomic_ullong limit;	 /* as avail */
-	uint64_t t_start_ns;	 /* when request `avail` became available */
-	pthread_mutex_t mu;	 /* with cv: takers wait here for `avail` */
+	atomic_ullong avail;	   /* release by the finisher, acquire by takers */
+	atomic_ullong limit;	   /* as avail */
+	uint64_t t_start_ns;	   /* when request `avail` became available */
+	pthread_mutex_t mu;	   /* with cv: takers wait here for `avail` (-Q: for pieces) */
 	pthread_cond_t cv;
+	/* -Q: the pieces the callers queued, first in first out (under mu). */
+	struct qpiece *q;
+	size_t qcap, qhead, qlen;
+	int closed; /* under mu: every caller is done; takers leave once q is empty */
+	struct caller *callers;
+	int ncallers;
+	atomic_int callers_left; /* acq/rel: callers still issuing requests */
+};
+
+/* -Q: a piece in the queue: PIECE bytes at file offset `off` into the
+ * caller's buffer at byte `at`. */
+struct qpiece {
+	struct caller *c;
+	uint64_t off;
+	size_t at;
+};
+
+/* -Q: one caller thread.  It issues the requests of its own region of the
+ * data set in order, each cut into pieces that it queues for the pool,
+ * and waits until the pool has done them all (a pool's pread().get()). */
+struct caller {
+	struct run *run;
+	int id;
+	pthread_t th;
+	struct buffer buf; /* one request's size, its own */
+	int registered;
+	uint64_t start, nreq; /* its region: nreq requests of the IO size from start */
+	atomic_uint left;     /* acq/rel: pieces of its request not yet done */
+	int done;	      /* under mu: the last piece of its request is done */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct hist *rhist; /* per request, from queueing to its last piece */
 };
 
 struct run {
@@ -215,6 +259,10 @@ struct result {
 	struct hist h, bh; /* per op; per batch (-x 5) or request (-q) */
 	int status;
 	char msg[512];
+	/* -e: the rounds of one phase, the first round's time and the median
+	 * of the others' (0 with one round). */
+	unsigned rounds;
+	double first_round_us, later_round_us;
 };
 
 static inline int uses_cufile(int x)
@@ -234,7 +282,7 @@ static inline int group_mode(void)
 	return o.xfer == X_ASYNC || o.xfer == X_ASYNC_REG || o.xfer == X_BATCH;
 }
 /* One buffer for the whole run instead of one per worker: -A (the data
- * set's size) or -q (one request's size). */
+ * set's size) or -q (one request's size; with -Q, each caller's own). */
 static inline int run_buffer(void)
 {
 	return o.shared || o.piece;
@@ -272,11 +320,34 @@ void *worker_main(void *arg);
 
 void loop_group(struct worker *w);
 
+/* -x 5: one batch handle and the group it has in flight (loop_batch, and
+ * each batch of a round of entries, gdsio_entries.c). */
+struct slot {
+	CUfileBatchHandle_t batch;
+	size_t *ats;	 /* byte of the worker's buffer where each entry's buffer starts */
+	unsigned n, got; /* entries submitted (0: idle), events collected */
+	uint64_t k;	 /* the group's first op */
+	int ready;	 /* complete and checked, its next group held back (would_lap) */
+	uint64_t t0;	 /* ns, just before cuFileBatchIOSubmit */
+	uint64_t *offs;
+	ssize_t *rets;
+	CUfileIOParams_t *params;
+};
+
+int batch_collect(struct worker *w, struct slot *s, CUfileIOEvents_t *events);
+
+/* ------------------------------------------------------- gdsio_entries.c */
+
+int entries_run(void);
+
 /* ---------------------------------------------------------- gdsio_pool.c */
 
 int pool_init(struct run *run);
 void pool_fini(struct run *run);
 void loop_pool(struct worker *w);
+int callers_init(struct run *run, char *why, size_t whylen);
+void callers_fini(struct run *run);
+void *caller_main(void *arg);
 
 /* -------------------------------------------------------- gdsio_verify.c */
 
@@ -285,6 +356,7 @@ int poison_buffer(struct worker *w, size_t at, size_t len);
 int verify_read(struct worker *w, size_t at, uint64_t off, size_t len);
 int verify_write(struct worker *w, uint64_t off, size_t len);
 void vec_piece(size_t io, unsigned j, size_t *foff, size_t *moff, size_t *len);
+int write_fresh(void);
 int per_op(int (*fn)(struct worker *, size_t, uint64_t, size_t), struct worker *w, size_t at, uint64_t off,
 	   size_t n);
 int prepare_file(const char *path, uint64_t need);

@@ -138,19 +138,6 @@ out:
 	free(sizes), free(foffs), free(boffs), free(rets), free(offs), free(ats);
 }
 
-/* -x 5: one batch handle of the worker and the group it has in flight. */
-struct slot {
-	CUfileBatchHandle_t batch;
-	size_t *ats;	 /* byte of the worker's buffer where each entry's buffer starts */
-	unsigned n, got; /* entries submitted (0: idle), events collected */
-	uint64_t k;	 /* the group's first op */
-	int ready;	 /* complete and checked, its next group held back (would_lap) */
-	uint64_t t0;	 /* ns, just before cuFileBatchIOSubmit */
-	uint64_t *offs;
-	ssize_t *rets;
-	CUfileIOParams_t *params;
-};
-
 /* Submit the group that starts at op k on slot s.  Entry i moves one IO
  * size between file offset offs[i] and buffer byte s->ats[i]: every entry
  * in flight has its own buffer and, in one pass, its own offset. */
@@ -200,7 +187,7 @@ static int would_lap(struct worker *w, const struct slot *slots, unsigned nslots
 /* One cuFileBatchIOGetStatus on slot s in the -W style, its events taken
  * into s->rets.  Returns 0, or -1 when the batch is abandoned: the call
  * failed, an event is not one of ours, or -t passed (timed and poll). */
-static int batch_collect(struct worker *w, struct slot *s, CUfileIOEvents_t *events)
+int batch_collect(struct worker *w, struct slot *s, CUfileIOEvents_t *events)
 {
 	size_t io = w->run->io;
 	unsigned left = s->n - s->got, nr = left, min_nr = left;

@@ -81,6 +81,17 @@ void print_result(const struct result *r)
 		       (unsigned long long)r->bh.count, o.piece,
 		       r->bh.count ? (double)r->bh.sum_ns / (double)r->bh.count / 1e3 : 0,
 		       hist_pct_us(&r->bh, 0.50), hist_pct_us(&r->bh, 0.99));
+	if (o.callers)
+		printf(" callers: %d", o.callers);
+	/* -e: the phase's rounds, the first one alone and the median of the
+	 * others; which phase this line reports. */
+	if (o.entries) {
+		printf(" entries: %d rounds: %u first_round_usecs: %.3f", o.entries, r->rounds,
+		       r->first_round_us);
+		if (r->rounds > 1)
+			printf(" later_round_usecs: %.3f", r->later_round_us);
+		printf(" phase: %s", is_write() ? "write" : "read");
+	}
 	printf("\n");
 	if (r->status != ST_OK)
 		printf("ERROR: %s\n", r->msg);
@@ -243,6 +254,23 @@ int write_svg(const char *path, const struct result *res, int nres)
 	return fclose(f);
 }
 
+/* -e: the entries, their files and buffers, the rounds and phases. */
+static void entries_banner(void)
+{
+	const char *phases =
+	    o.nphases > 1 ? (o.phases[0] == IO_WRITE ? "writes, then of reads" : "reads, then of writes")
+	    : is_write()  ? "writes"
+			  : "reads";
+	printf("# entries (-e): %d of %zu bytes, each its own new file %s/gdsio.e<k>.dat (%s fd, ", o.entries,
+	       o.ios[0], o.dir, o.odirect ? "O_DIRECT" : "buffered");
+	printf("one cuFile handle each) and buffer (memory %s, %s); ", mem_name[effective_mem()],
+	       o.skip_reg ? "not registered (-b)" : "registered with cuFileBufRegister");
+	printf("%u round(s) of %s; each round %s%s\n", o.rounds, phases,
+	       o.xfer == X_BATCH ? "in batches of up to -B entries, all submitted at once"
+				 : "taken by the -w threads, one cuFileWrite/cuFileRead per entry",
+	       o.verify ? ", verify every byte (-V)" : "");
+}
+
 void print_banner(void)
 {
 	print_cufile_library("gdsio");
@@ -258,19 +286,32 @@ void print_banner(void)
 	} else {
 		printf("# CUDA driver not available (%s)\n", cuda_why);
 	}
-	printf("# %s %s, %s fd, memory %s, buffer %s, %s, data set %llu bytes%s from offset %llu%s%s\n",
-	       o.dir ? "dir" : "file", o.dir ? o.dir : o.file,
-	       o.odirect ? "O_DIRECT" : "buffered (no O_DIRECT)", mem_name[effective_mem()],
-	       !uses_cufile(o.xfer) ? "not used by cuFile"
-	       : o.skip_reg	    ? "not registered (-b)"
-				    : "registered with cuFileBufRegister",
-	       o.dir ? "one file and handle per thread" : "one fd and cuFile handle shared by all threads",
-	       (unsigned long long)o.size, o.dir ? " per thread" : "", (unsigned long long)o.offset,
-	       o.verify ? ", verify every byte (-V; timings include verification)" : "",
-	       o.duration > 0 ? ", timed (-T)" : "");
+	if (o.entries)
+		entries_banner();
+	else
+		printf(
+		    "# %s %s, %s fd, memory %s, buffer %s, %s, data set %llu bytes%s from offset %llu%s%s\n",
+		    o.dir ? "dir" : "file", o.dir ? o.dir : o.file,
+		    o.odirect ? "O_DIRECT" : "buffered (no O_DIRECT)", mem_name[effective_mem()],
+		    !uses_cufile(o.xfer) ? "not used by cuFile"
+		    : o.skip_reg	 ? "not registered (-b)"
+					 : "registered with cuFileBufRegister",
+		    o.dir ? "one file and handle per thread"
+			  : "one fd and cuFile handle shared by all threads",
+		    (unsigned long long)o.size, o.dir ? " per thread" : "", (unsigned long long)o.offset,
+		    o.verify ? ", verify every byte (-V; timings include verification)" : "",
+		    o.duration > 0 ? ", timed (-T)" : "");
 	if (o.shared)
 		printf("# ONE buffer of %llu bytes shared by all threads (-A)\n", (unsigned long long)o.size);
-	if (o.xfer == X_BATCH)
+	if (o.xfer == X_BATCH && o.entries)
+		printf("# batches of up to %u entries, completions collected with cuFileBatchIOGetStatus %s "
+		       "(-W %s)\n",
+		       o.depth,
+		       o.wait_style == WAIT_POLL    ? "(min_nr 0, zero timeout)"
+		       : o.wait_style == WAIT_BLOCK ? "(min_nr = outstanding, NULL timeout)"
+						    : "(min_nr = outstanding, 100 ms timeouts up to -t)",
+		       wait_name[o.wait_style]);
+	else if (o.xfer == X_BATCH)
 		printf("# %u batch handle(s) per thread of %u entries each, completions collected with "
 		       "cuFileBatchIOGetStatus %s (-W %s)\n",
 		       o.batches, o.depth,
@@ -281,10 +322,24 @@ void print_banner(void)
 	if (o.vec)
 		printf("# each op is one %s of %u pieces in reverse buffer order (-v)\n",
 		       is_write() ? "cuFileWritev" : "cuFileReadv", o.vec);
-	if (o.piece)
+	if (o.piece && !o.callers)
 		printf("# pool (-q): each request of the IO size cut into pieces of %zu bytes, taken by the "
 		       "threads from one shared queue into ONE buffer of the request's size; the next "
 		       "request starts when all its pieces are done\n",
 		       o.piece);
+	if (o.callers)
+		printf(
+		    "# pool (-q): each request of the IO size cut into pieces of %zu bytes, taken by the -w "
+		    "threads from one shared queue, first in first out\n",
+		    o.piece);
+	if (o.callers)
+		printf(
+		    "# callers (-Q): %d threads, each issuing the requests of its own part of the data set "
+		    "into its own buffer, one at a time, into the pool of the -w threads\n",
+		    o.callers);
+	if (o.fresh)
+		printf("# fresh (-Y): the file is first written anew through cuFileWrite (buffered fd), the "
+		       "timed reads begin %.1f s after\n",
+		       o.fresh_wait);
 	fflush(stdout);
 }

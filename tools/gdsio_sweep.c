@@ -120,11 +120,12 @@ static void run_one(size_t io, int nthreads, struct result *res)
 		}
 	}
 
-	if (run_buffer()) {
+	if (run_buffer() && !o.callers) {
 		/* The fastsafetensors shape (-A): one buffer of the data set's
 		 * size, registered once, each thread reading its own part of it.
 		 * The pool shape (-q): one buffer of a request, each piece read
-		 * into its part by whichever thread takes it. */
+		 * into its part by whichever thread takes it (-Q: one buffer per
+		 * caller, callers_init). */
 		char why[512];
 		size_t len = o.shared ? (size_t)o.size : io;
 		const char *opt = o.shared ? "-A" : "-q";
@@ -153,6 +154,10 @@ static void run_one(size_t io, int nthreads, struct result *res)
 			goto close_fh;
 		}
 		pool_ok = 1;
+		if (o.callers && callers_init(&run, res->msg, sizeof(res->msg))) {
+			res->status = ST_SETUP;
+			goto close_fh;
+		}
 	}
 	run.w = calloc((size_t)nthreads, sizeof(*run.w));
 	char(*paths)[4096] = o.dir ? calloc((size_t)nthreads, sizeof(*paths)) : NULL;
@@ -179,15 +184,21 @@ static void run_one(size_t io, int nthreads, struct result *res)
 		}
 		w->len = w->nops * io;
 	}
-	pthread_barrier_init(&run.ready, NULL, (unsigned)nthreads + 1);
-	pthread_barrier_init(&run.go, NULL, (unsigned)nthreads + 1);
+	/* -Q: the callers wait at the ready and go barriers too. */
+	int ncallers = run.pool.ncallers;
+	pthread_barrier_init(&run.ready, NULL, (unsigned)(nthreads + ncallers) + 1);
+	pthread_barrier_init(&run.go, NULL, (unsigned)(nthreads + ncallers) + 1);
 	pthread_barrier_init(&run.finished, NULL, (unsigned)nthreads + 1);
-	int started = 0;
+	int started = 0, cstarted = 0;
 	for (; started < nthreads; started++)
 		if (pthread_create(&run.w[started].th, NULL, worker_main, &run.w[started]))
 			break;
-	if (started < nthreads) {
-		fprintf(stderr, "gdsio: cannot start %d threads\n", nthreads);
+	for (; started == nthreads && cstarted < ncallers; cstarted++)
+		if (pthread_create(&run.pool.callers[cstarted].th, NULL, caller_main,
+				   &run.pool.callers[cstarted]))
+			break;
+	if (started < nthreads || cstarted < ncallers) {
+		fprintf(stderr, "gdsio: cannot start %d threads\n", nthreads + ncallers);
 		exit(EXIT_FAIL); /* barriers cannot be satisfied: nothing sane to unwind */
 	}
 
@@ -209,6 +220,12 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	}
 	getrusage(RUSAGE_SELF, &ru1);
 	progress_line(&run, 0, 1);
+	/* -Q: the callers are past their last request once the pool threads
+	 * are done (the last caller closed the queue). */
+	for (int i = 0; i < ncallers; i++) {
+		pthread_join(run.pool.callers[i].th, NULL);
+		hist_merge(&res->bh, run.pool.callers[i].rhist);
+	}
 	double t_end = run.t0;
 	for (int i = 0; i < nthreads; i++)
 		if (run.w[i].t_end > t_end)
@@ -242,6 +259,7 @@ static void run_one(size_t io, int nthreads, struct result *res)
 	free(paths);
 	free(run.w);
 close_fh:
+	callers_fini(&run);
 	if (pool_ok)
 		pool_fini(&run);
 	if (run.shared_registered)

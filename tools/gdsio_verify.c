@@ -11,15 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gdsio.h"
 #include "pattern.h"
 
 /* Put the pattern for file offset `off` into len bytes of the worker's
- * buffer at byte `at` (through the scratch when the buffer is on the GPU). */
+ * buffer at byte `at` (through the scratch when the buffer is on the GPU).
+ * With -e, each entry's file holds its own part of the pattern: file offset
+ * X that of X + w->pattern_at (0 otherwise), here and in the checks. */
 int fill_buffer(struct worker *w, size_t at, uint64_t off, size_t len)
 {
+	off += w->pattern_at;
 	if (!w->buf.on_device) {
 		pattern_fill((char *)w->buf.ptr + at, off, len);
 		return 0;
@@ -80,7 +84,7 @@ int verify_read(struct worker *w, size_t at, uint64_t off, size_t len)
 			}
 			p = w->vhost;
 		}
-		long long bad = pattern_check(p, off + c, m);
+		long long bad = pattern_check(p, off + c + w->pattern_at, m);
 		if (bad >= 0) {
 			uint64_t fo = off + c + (uint64_t)bad;
 			worker_fail(
@@ -88,7 +92,7 @@ int verify_read(struct worker *w, size_t at, uint64_t off, size_t len)
 			    "verify: first bad byte at file offset %llu (read of %zu at %llu): got 0x%02x, "
 			    "want 0x%02x",
 			    (unsigned long long)fo, len, (unsigned long long)off, ((const uint8_t *)p)[bad],
-			    pattern_byte(fo));
+			    pattern_byte(fo + w->pattern_at));
 			return -1;
 		}
 	}
@@ -106,14 +110,15 @@ int verify_write(struct worker *w, uint64_t off, size_t len)
 				    (unsigned long long)(off + c), strerror(-e));
 			return -1;
 		}
-		long long bad = pattern_check(w->vhost, off + c, m);
+		long long bad = pattern_check(w->vhost, off + c + w->pattern_at, m);
 		if (bad >= 0) {
 			uint64_t fo = off + c + (uint64_t)bad;
 			worker_fail(
 			    w, ST_VERIFY,
 			    "verify: written data wrong, first bad byte at file offset %llu: got 0x%02x, "
 			    "want 0x%02x",
-			    (unsigned long long)fo, ((const uint8_t *)w->vhost)[bad], pattern_byte(fo));
+			    (unsigned long long)fo, ((const uint8_t *)w->vhost)[bad],
+			    pattern_byte(fo + w->pattern_at));
 			return -1;
 		}
 	}
@@ -216,4 +221,86 @@ int prepare_file(const char *path, uint64_t need)
 	printf("# created %s: %llu bytes with the pattern in %.2f s\n", path, (unsigned long long)need,
 	       now() - t0);
 	return 0;
+}
+
+/* -Y: write the file [0, -o + -s) anew with the pattern through the library
+ * (a buffered handle, cuFileWrite of 16 MiB pieces from a buffer of the -m
+ * kind, not registered), then wait -Y seconds: the timed reads that follow
+ * read a file this process finished writing that long before, its pages
+ * still in the page cache.  The old file is removed rather than truncated:
+ * ext4 starts writing back at close a file that was truncated to nothing
+ * and written again, which a new file is spared.  0, or -1 after a
+ * message. */
+int write_fresh(void)
+{
+	const size_t chunk = (size_t)16 << 20;
+	uint64_t total = o.offset + o.size;
+	struct run run;
+	struct worker w;
+	char why[512], eb[160];
+	int rc = -1;
+	memset(&run, 0, sizeof(run));
+	memset(&w, 0, sizeof(w));
+	w.run = &run, w.fd = -1;
+	double t0 = now();
+	if (unlink(o.file) && errno != ENOENT) {
+		fprintf(stderr, "gdsio: -Y: removing %s: %s\n", o.file, strerror(errno));
+		return -1;
+	}
+	w.fd = open(o.file, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (w.fd < 0) {
+		fprintf(stderr, "gdsio: -Y: open %s: %s\n", o.file, strerror(errno));
+		return -1;
+	}
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = w.fd;
+	CUfileError_t e = cuFileHandleRegister(&w.fh, &d);
+	if (e.err) {
+		fprintf(stderr, "gdsio: -Y: cuFileHandleRegister(%s): %s\n", o.file,
+			cufile_err(e, eb, sizeof(eb)));
+		close(w.fd);
+		return -1;
+	}
+	if (buffer_alloc(&w.buf, effective_mem(), chunk, o.gpu, why, sizeof(why))) {
+		fprintf(stderr, "gdsio: -Y: %s\n", why);
+		goto out;
+	}
+	w.vhost_len = chunk;
+	if (!(w.vhost = scratch_alloc(chunk, &w.vhost_pinned))) {
+		fprintf(stderr, "gdsio: -Y: out of memory\n");
+		goto out;
+	}
+	for (uint64_t off = 0; off < total; off += chunk) {
+		size_t n = total - off < chunk ? (size_t)(total - off) : chunk;
+		if (fill_buffer(&w, 0, off, n))
+			goto failed;
+		ssize_t got = cuFileWrite(w.fh, w.buf.ptr, n, (off_t)off, 0);
+		if (got != (ssize_t)n) {
+			fprintf(stderr, "gdsio: -Y: cuFileWrite of %zu at %llu returned %s\n", n,
+				(unsigned long long)off, io_ret_str(got, errno, eb, sizeof(eb)));
+			goto out;
+		}
+	}
+	printf(
+	    "# -Y: wrote %s (%llu bytes) through cuFileWrite in %.2f s; the timed reads begin %.1f s after\n",
+	    o.file, (unsigned long long)total, now() - t0, o.fresh_wait);
+	fflush(stdout);
+	rc = 0;
+	goto out;
+failed:
+	fprintf(stderr, "gdsio: -Y: %s\n", w.msg);
+out:
+	scratch_free(w.vhost, w.vhost_pinned);
+	buffer_free(&w.buf);
+	cuFileHandleDeregister(w.fh);
+	close(w.fd);
+	if (!rc) {
+		struct timespec ts = {(time_t)o.fresh_wait,
+				      (long)((o.fresh_wait - (double)(time_t)o.fresh_wait) * 1e9)};
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	return rc;
 }

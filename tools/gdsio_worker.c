@@ -228,7 +228,9 @@ static void worker_setup(struct worker *w)
 	}
 	char why[512];
 	if (run_buffer()) {
-		w->buf = run->shared; /* registered (or not) once by run_one */
+		/* Registered (or not) once by run_one; with -Q each piece goes
+		 * to its caller's buffer, all of one kind. */
+		w->buf = o.callers ? run->pool.callers[0].buf : run->shared;
 	} else if (buffer_alloc(&w->buf, effective_mem(), buflen, o.gpu, why, sizeof(why))) {
 		worker_fail(w, ST_SETUP, "%s", why);
 		return;
