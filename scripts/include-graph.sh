@@ -11,7 +11,11 @@
 # Headers that are not in DIR (cufile.h, system headers) do not count, and
 # neither do conditional includes' conditions (every include line counts).
 # Exit status 0 when the graph has no cycle; 1, with every cycle found
-# printed as "a -> b -> a", when it has one; 2 on a usage error.  -p also
+# printed as "a -> b -> a", when it has one; 2 on a usage error.  Modules
+# that choose from values alone (VALUES_ONLY: planner, the one place a
+# request's path is chosen) may include no header of DIR but their own,
+# so that no engine, file I/O or mapping state can reach them: an include
+# of another is reported and fails the check too.  -p also
 # prints the graph, one "module: dependencies" line per module, lowest
 # layer first where the graph allows (modules that depend on nothing come
 # before those that use them).
@@ -45,6 +49,15 @@ edges() {
 			done
 	done | sort -u
 }
+
+VALUES_ONLY="planner"
+status=0
+for m in $VALUES_ONLY; do
+	for d in $(edges | awk -v m="$m" '$1 == m {print $2}'); do
+		echo "include-graph: $m chooses from values alone, but includes $d.h" >&2
+		status=1
+	done
+done
 
 edges | awk -v show="$print" '
 # Depth-first search; a dependency met while still on the path closes a
@@ -92,4 +105,5 @@ END {
 		print cycles " include cycle(s) in the module graph" > "/dev/stderr"
 		exit 1
 	}
-}'
+}' || status=1
+exit $status

@@ -6,7 +6,8 @@
  * A request is cut into chunks.  Chunk 0 ends where the file becomes
  * aligned, so every later chunk starts on an O_DIRECT boundary; chunks are
  * at most the lane's staging size and, for medium requests, smaller, so that
- * every worker gets a share (the sizes: chunking.c).  The calling thread
+ * every worker gets a share (the sizes, and every other choice of a
+ * request's path: planner.c).  The calling thread
  * and up to N helper threads (the worker pool) claim chunks with one atomic
  * counter; no chunk list is built.  Each participant holds a lane (gpu.h): OCF_LANE_DEPTH pinned
  * buffers, a stream and an event per buffer.  For a device read it runs
@@ -42,7 +43,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chunking.h"
 #include "config.h"
 #include "copygroup.h"
 #include "cpu_budget.h"
@@ -53,6 +53,7 @@
 #include "internal.h"
 #include "job.h"
 #include "log.h"
+#include "planner.h"
 #include "profile.h"
 #include "stripe.h"
 #include "uring.h"
@@ -927,111 +928,110 @@ static ssize_t submit(const struct ocf_io *io, bool write)
 
 /* ------------------------------------------------------- plan and run */
 
-/* How a request runs, chosen once (plan_request) from the request and what
- * the engine is doing, and carried out by run_request, which chooses
- * nothing.  (A sequential reader's read that its read-ahead window serves
- * never gets here: the read hook serves it first, submit_counted.) */
-enum ocf_path {
-	PATH_RING,    /* a stream operation's chunks, in the slots of its ring */
-	PATH_STRIPED, /* a lone caller's device read of a few MiB (stripe.c) */
-	PATH_SPLIT,   /* chunks shared with engine helpers */
-	PATH_ALONE,   /* the caller's own chunks */
-};
-
+/* How a request runs: chosen once by the planner (planner.c) from a
+ * snapshot of the request and what the engine is doing, and carried out by
+ * run_request, which chooses nothing.  (A sequential reader's read that its
+ * read-ahead window serves never gets here: the read hook serves it first,
+ * submit_counted.) */
 struct ocf_plan {
-	enum ocf_path path;
+	enum plan_path path;
 	struct ocf_pool *pool; /* the lanes its participants take (NULL: none) */
 	int helpers;	       /* engine helpers asked for */
 	size_t chunk, skew0, nchunks;
-	struct stripe_shape stripes; /* PATH_STRIPED */
+	struct plan_stripes stripes; /* PLAN_STRIPED */
 };
 
-static void plan_request(const struct ocf_io *io, bool write, int others, struct ocf_plan *p)
+/* The settings the planner reads, as they stand now. */
+static void plan_settings_now(struct plan_settings *s)
 {
-	*p = (struct ocf_plan){.path = PATH_ALONE};
-	/* Host memory needs staging only for O_DIRECT; without it no lane is
-	 * taken, so many threads doing host I/O never wait for one.  A ring
-	 * request stages in its ring. */
-	if (io->plan)
-		p->pool = NULL;
-	else if (io->t.device)
-		p->pool = &io->t.gpu->pool;
-	else if (io->h->odirect || (io->segs && host_vec_needs_stage(io)))
-		p->pool = host_pool();
-	size_t max_chunk = p->pool ? pool_chunk(p->pool) : ocf_cfg.staging_chunk_kb * 1024;
-	max_chunk = OCF_MAX(OCF_ALIGN_DOWN(max_chunk, (size_t)OCF_MAX_ALIGN), (size_t)OCF_MAX_ALIGN);
-	/* Requests up to execution.min_io_threshold_size_kb stay on the
-	 * calling thread, as do all when execution.parallel_io is off; device
-	 * reads of a few MiB are striped (stripe.c) when helpers are free.  A
-	 * userspace file system's callbacks run on the calling thread only:
-	 * they may keep thread-local state, and a callback that calls the API
-	 * again must nest on the thread that holds the driver gate. */
-	bool may_split = ocf_cfg.parallel_io && io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS;
-	/* Striped for a caller alone in the engine, and while fewer than
-	 * OPENCUFILE_STRIPE_CALLERS callers are busy for one whose handle has
-	 * no read-ahead window open: where other callers are busy, their
-	 * requests keep the CPUs and the copy engine busy, and helpers taken
-	 * from them cost more than they give (8 x 16 MiB and 4 x 1 MiB lost
-	 * 10-16 % on the H200 machine when every caller striped; 4 x 4 MiB
-	 * and 4 x 1 MiB read in order lost 10-31 % to striping beside their
-	 * windows), but a few callers reading at random or the pieces of one
-	 * request from a pool gain (2 x 4 MiB at random 14.0 -> 23.8 GB/s,
-	 * 16 MiB reads as 4 x 4 MiB pieces 18-22 -> 22-25).  A request that
-	 * does not fit the striped path then runs alone. */
-	bool stripe_others = others == 0 || (others < stripe_config()->callers &&
-					     !__atomic_load_n(&io->h->ra_windows, __ATOMIC_RELAXED));
-	if (may_split && stripe_others && stripe_wanted(io, write, 1)) {
-		int free_now = pool_start();
-		free_now = OCF_MIN(free_now, OCF_MAX(parallel_max - others - 1, 0));
-		int helpers = OCF_MIN(free_now, stripe_config()->participants - 1);
-		if (helpers > 0) {
-			if (stripe_shape(io, pool_chunk(p->pool), OCF_LANE_DEPTH, &p->stripes)) {
-				p->path = PATH_STRIPED;
-				if (others > 0)
-					atomic_fetch_add_explicit(&striped_beside, 1, memory_order_relaxed);
-				p->helpers = helpers;
-				p->chunk = p->stripes.chunk;
-				p->skew0 = p->stripes.skew0;
-				p->nchunks = p->stripes.nchunks;
-				return;
-			}
-			may_split = false;
-		}
-	}
-	if (may_split && over_split_threshold(io)) {
-		p->helpers = pool_start();
-		p->helpers = OCF_MIN(p->helpers, chunk_participants(io, request_max) - 1);
-		p->helpers = OCF_MIN(p->helpers, OCF_MAX(parallel_max - others - 1, 0));
-	}
+	const struct stripe_cfg *c = stripe_config();
+	*s = (struct plan_settings){
+	    .parallel_io = ocf_cfg.parallel_io,
+	    .split_above = OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024,
+	    .min_chunk = ocf_cfg.min_chunk_kb * 1024,
+	    .alone_chunk = (size_t)config_env(OCF_E_ALONE_CHUNK_KB) * 1024,
+	    .host_chunk = ocf_cfg.staging_chunk_kb * 1024,
+	    .parallel_max = parallel_max,
+	    .request_max = request_max,
+	    .lane_depth = OCF_LANE_DEPTH,
+	    .max_align = OCF_MAX_ALIGN,
+	    .stripes_max = OCF_STRIPES_MAX,
+	    .stripe = {.min_bytes = c->min_bytes,
+		       .max_bytes = c->max_bytes,
+		       .piece = c->piece,
+		       .stripe = c->stripe,
+		       .participants = c->participants,
+		       .callers = c->callers,
+		       .spin_ns = c->spin_ns,
+		       .spin_below_bytes = c->spin_below_bytes,
+		       .spinners = c->spinners},
+	};
+}
+
+/* The one place a request's plan reads live state: the request and its
+ * handle as values, the callers busy, the read-ahead windows on the
+ * handle; the staging size of its pool and the workers once the planner
+ * asks for them (engine_plan: the pool starts then). */
+static void plan_snapshot(const struct ocf_io *io, bool write, int others, struct plan_in *in)
+{
+	in->rq = (struct plan_request){
+	    .write = write,
+	    .len = io->len,
+	    .off = io->off,
+	    .device = io->t.device,
+	    .use_stream = io->t.use_stream,
+	    .vectored = io->segs != NULL,
+	    .vec_staged = io->segs && host_vec_needs_stage(io),
+	    .ring = io->plan != NULL,
+	    .userspace_fs = io->h->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS,
+	    .odirect = io->h->odirect,
+	    .align = fio_align(io->h),
+	    .piece_align = fio_piece_align(io->h, write),
+	};
 	if (io->plan) {
-		/* The chunks the copies were queued for. */
-		p->path = PATH_RING;
-		p->chunk = io->plan->chunk;
-		p->skew0 = io->plan->skew0;
-		p->nchunks = io->plan->nchunks;
-		return;
+		in->rq.ring_chunk = io->plan->chunk;
+		in->rq.ring_skew0 = io->plan->skew0;
+		in->rq.ring_nchunks = io->plan->nchunks;
 	}
-	/* A write stored through the file's mapping cuts its chunks at 2 MiB
-	 * boundaries of the file where its staging buffers hold that much
-	 * (fileio.h). */
-	size_t align = fio_piece_align(io->h, write);
-	if (align > max_chunk)
-		align = fio_align(io->h);
-	p->skew0 = (size_t)io->off % align;
-	/* min_chunk_bytes only with helpers: pool_start (which sets it, under
-	 * q_lock) has then run on this thread. */
-	struct chunk_shape shape = {.max_chunk = max_chunk,
-				    .min_chunk = p->helpers ? min_chunk_bytes : 0,
-				    .skew0 = p->skew0,
-				    .align = align,
-				    .helpers = p->helpers,
-				    .lone = others == 0 && !write && io->t.device && p->pool};
-	p->chunk = chunk_size(io, &shape);
-	p->nchunks = (io->len + p->skew0 + p->chunk - 1) / p->chunk;
-	if (p->helpers > 0 && p->nchunks > 1)
-		p->path = PATH_SPLIT;
-	else
-		p->helpers = 0;
+	in->load = (struct plan_load){
+	    .others = others,
+	    .helpers = -1,
+	    .window_open = __atomic_load_n(&io->h->ra_windows, __ATOMIC_RELAXED) != 0,
+	};
+}
+
+/* The request's pool: its GPU's lanes, the host pool, or none. */
+static struct ocf_pool *plan_pool(const struct ocf_io *io, enum plan_pool kind)
+{
+	return kind == PLAN_POOL_DEVICE ? &io->t.gpu->pool : kind == PLAN_POOL_HOST ? host_pool() : NULL;
+}
+
+static void engine_plan(const struct ocf_io *io, bool write, int others, struct ocf_plan *p)
+{
+	struct plan_settings set;
+	plan_settings_now(&set);
+	struct plan_in in = {.set = &set};
+	struct plan_out out;
+	plan_snapshot(io, write, others, &in);
+	plan_request(&in, &out);
+	while (out.need) {
+		if (out.need & PLAN_NEED_ROOM)
+			in.load.lane_room = pool_chunk(plan_pool(io, out.pool));
+		if (out.need & PLAN_NEED_HELPERS) {
+			in.load.helpers = pool_start();
+			plan_settings_now(&set); /* pool_start sets the bounds read there */
+		}
+		plan_request(&in, &out);
+	}
+	if (out.striped_beside)
+		atomic_fetch_add_explicit(&striped_beside, 1, memory_order_relaxed);
+	*p = (struct ocf_plan){.path = out.path,
+			       .pool = plan_pool(io, out.pool),
+			       .helpers = out.helpers,
+			       .chunk = out.chunk,
+			       .skew0 = out.skew0,
+			       .nchunks = out.nchunks,
+			       .stripes = out.stripes};
 }
 
 static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf_plan *p);
@@ -1049,7 +1049,7 @@ static ssize_t submit_counted(const struct ocf_io *io, bool write, int others)
 			return r;
 	}
 	struct ocf_plan plan;
-	plan_request(io, write, others, &plan);
+	engine_plan(io, write, others, &plan);
 	return run_request(io, write, &plan);
 }
 
@@ -1094,7 +1094,7 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 	struct ocf_lane *lane = NULL;
 	int r = 0;
 	uint64_t t0 = prof_now();
-	if (p->path == PATH_STRIPED) {
+	if (p->path == PLAN_STRIPED) {
 		r = pool_get(job.pool, &lane);
 		prof_time(PROF_T_LANE, t0);
 		if (r == 0)
@@ -1116,7 +1116,7 @@ static ssize_t run_request(const struct ocf_io *io, bool write, const struct ocf
 			pthread_cond_signal(&q_cv);
 	}
 
-	if (r == 0 && p->path == PATH_STRIPED) {
+	if (r == 0 && p->path == PLAN_STRIPED) {
 		lane_release(lane, stripe_run_caller(&job));
 	} else if (r == 0) {
 		t0 = prof_now();

@@ -68,6 +68,7 @@
 #include "handle.h"
 #include "internal.h"
 #include "log.h"
+#include "planner.h"
 #include "uring.h"
 
 /* pread until n bytes, end of file, or an error.  Returns bytes read, or
@@ -669,7 +670,9 @@ static ssize_t write_piece(struct ocf_handle *h, struct ocf_ring *ring, const ch
 /* Pieces of a buffered write below this size are one pwrite: the stores
  * save the file's write lock, which a small pwrite holds only briefly, at
  * the price of a few system calls that would cost more than they save. */
-#define MAPPED_WRITE_MIN ((size_t)64 << 10)
+#define MAPPED_WRITE_MIN PLAN_STORE_MIN
+_Static_assert(FMAP_FOLIO_MAX == PLAN_FOLIO_MAX, "the planner's folio is the mapping's");
+_Static_assert(sizeof(((struct fio_wprep *)0)->tail) == PLAN_TAIL_MAX, "the held tail is the planner's");
 #define NOT_MAPPED (-1000000) /* write_mapped: this piece goes to pwrite */
 
 /* Does the page cache hold every page of [off, off+n)?  Unknown: no. */
@@ -821,13 +824,11 @@ static int reserve_range(struct ocf_handle *h, off_t off, size_t n, off_t size, 
  * stores: READY (every page cached: no store's fault reads anything), HOLE
  * (no data: blocks to reserve first) or NO (bytes on the disk only: a
  * store's fault would read them first, which pwrite never does). */
-enum inside { INSIDE_NO, INSIDE_READY, INSIDE_HOLE };
-
-static enum inside inside_state(int fd, off_t off, size_t n)
+static enum plan_inside inside_state(int fd, off_t off, size_t n)
 {
 	if (range_cached(fd, off, n))
-		return INSIDE_READY;
-	return range_hole(fd, off, off + (off_t)n) ? INSIDE_HOLE : INSIDE_NO;
+		return PLAN_INSIDE_READY;
+	return range_hole(fd, off, off + (off_t)n) ? PLAN_INSIDE_HOLE : PLAN_INSIDE_NO;
 }
 
 /* Makes [off, off+n) ready for stores through the mapping: inside the
@@ -848,12 +849,12 @@ static int mapped_ready(struct ocf_handle *h, off_t off, size_t n, const struct 
 	if (size_of(h->fd, &size) != 0)
 		return -1;
 	off_t lo_end = OCF_MIN(end, size);
-	enum inside in = off < lo_end ? inside_state(h->fd, off, (size_t)(lo_end - off)) : INSIDE_HOLE;
-	if (in == INSIDE_NO)
+	enum plan_inside in = off < lo_end ? inside_state(h->fd, off, (size_t)(lo_end - off)) : PLAN_INSIDE_HOLE;
+	if (in == PLAN_INSIDE_NO)
 		return -1;
 	/* Cached pages may lie over a hole (a hole that was read): blocks
 	 * are reserved wherever the file has none. */
-	if (in == INSIDE_READY && end <= size && !range_has_hole(h->fd, off, end))
+	if (in == PLAN_INSIDE_READY && end <= size && !range_has_hole(h->fd, off, end))
 		return 0;
 	return reserve_range(h, off, n, size, t);
 }
@@ -941,6 +942,40 @@ size_t fio_piece_align(const struct ocf_handle *h, bool write)
 	return write && h->wmap ? FMAP_FOLIO_MAX : h->align;
 }
 
+/* The one place a write's plan reads live state (planner.c): the facts it
+ * asks for, in its order, and no more. */
+static void write_facts(const struct ocf_handle *h, off_t off, size_t n, bool split, struct plan_wfacts *f)
+{
+	*f = (struct plan_wfacts){.off = off,
+				  .n = n,
+				  .descriptor = h->type == CU_FILE_HANDLE_TYPE_OPAQUE_FD,
+				  .wmap = h->wmap != NULL,
+				  .odirect = h->odirect,
+				  .split = split,
+				  .limit = NO_LIMIT};
+	for (enum plan_wneed need; (need = plan_write_needs(f)) != PLAN_WNEED_NONE;) {
+		if (need == PLAN_WNEED_LIMITS) {
+			f->limit = fsize_limit();
+			f->in_place = reserves_in_place(h);
+			f->limits_known = true;
+			continue;
+		}
+		off_t in_end = OCF_MIN(off + (off_t)n, f->size);
+		if (need == PLAN_WNEED_INSIDE) {
+			f->inside = inside_state(h->fd, off, (size_t)(in_end - off));
+			f->inside_known = true;
+			continue;
+		}
+		off_t size;
+		if (size_of(h->fd, &size) != 0)
+			return; /* unknown: serial */
+		f->size_known = true;
+		f->size = size;
+		in_end = OCF_MIN(off + (off_t)n, size);
+		f->hole = off < in_end && range_has_hole(h->fd, off, in_end);
+	}
+}
+
 int fio_write_begin(struct ocf_handle *h, off_t off, size_t n, bool split, struct fio_wprep *p)
 {
 	off_t end = off + (off_t)n;
@@ -949,85 +984,36 @@ int fio_write_begin(struct ocf_handle *h, off_t off, size_t n, bool split, struc
 	if (h->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD)
 		return 0;
 	wtrack_enter(h, &p->wt);
-	/* A buffered write that starts no 2 MiB region of the file early
-	 * enough can store nothing (write_mapped).  One that is neither split
-	 * nor stored is one piece after another, written as pwrite writes:
-	 * nothing to prepare - but on an O_DIRECT handle, whose writes past
-	 * end of file ext4 serialises, the range is reserved and the file
-	 * extended at once, so that its pieces and other callers' writes
-	 * past end of file go in parallel. */
-	const off_t R = (off_t)FMAP_FOLIO_MAX;
-	bool wmap = h->wmap && n >= MAPPED_WRITE_MIN && OCF_ALIGN_UP(off, R) + (off_t)MAPPED_WRITE_MIN <= end;
-	if (!split && !wmap && !h->odirect)
+	struct plan_wfacts f;
+	struct plan_write w;
+	write_facts(h, off, n, split, &f);
+	plan_write(&f, &w);
+	if (!w.prepared)
 		return 0;
-	/* Pieces in parallel, or stores, may leave bytes written after a
-	 * piece that failed, and stores do not ask the file system at all:
-	 * they run only where nothing the file system refuses can happen once
-	 * the first byte moves.  Otherwise the pieces are serial: one after
-	 * another in file order, each a pwrite, stopping at the first that
-	 * comes back short - exactly what one pwrite of the whole range does. */
 	p->serial = true;
-	off_t limit = fsize_limit();
-	if (end > limit) {
-		/* Cut at the limit: the piece that reaches it writes up to it,
-		 * and none writes past it (fio_write). */
-		p->limit = limit;
+	p->limit = w.limit;
+	if (w.reserve || w.stores)
+		p->size = f.size;
+	/* What may still go otherwise (planner.c): the reservation fails -
+	 * serial then; the file system refuses writes - the request fails
+	 * before any piece. */
+	if (w.reserve && reserve_range(h, w.reserve_lo, (size_t)(end - w.reserve_lo), f.size, &p->wt) != 0) {
+		plan_write_reservation_failed(&w);
 		return 0;
 	}
-	off_t size;
-	if (!reserves_in_place(h) || size_of(h->fd, &size) != 0)
-		return 0;
-	p->size = size;
-	/* Stores only into the regions it writes whole, and past end of file
-	 * up to its end. */
-	if (wmap && (end >= size ? end : OCF_ALIGN_DOWN(end, R)) - OCF_ALIGN_UP(off, R) < (off_t)MAPPED_WRITE_MIN)
-		wmap = false;
-	/* Every block the write needs reserved before the first byte moves,
-	 * the file extended to its end at once: a hole anywhere inside the
-	 * file (cached pages may lie over one: a hole that was read), and
-	 * what lies past end of file.  A full disk or quota refuses the
-	 * reservation, and the pieces are serial. */
-	off_t in_end = OCF_MIN(end, size);
-	bool hole = off < in_end && range_has_hole(h->fd, off, in_end);
-	off_t lo = hole ? off : OCF_MAX(off, size);
-	bool reserve = lo < end;
-	enum inside in = INSIDE_HOLE;
-	if (wmap && off < in_end)
-		in = inside_state(h->fd, off, (size_t)(in_end - off));
-	if (reserve && reserve_range(h, lo, (size_t)(end - lo), size, &p->wt) != 0)
-		return 0;
-	if (!wmap) {
-		/* Pieces in parallel, none stored: a file system that refuses
-		 * writes refuses each of them. */
-		p->serial = false;
-		return 0;
-	}
-	/* Stores land in the page cache whatever the file system has become:
-	 * ask it first where no reservation did. */
-	if (!reserve) {
+	if (w.ask_fs) {
 		int e = takes_writes(h->fd, off);
 		if (e) {
 			wtrack_exit(&p->wt);
 			return e;
 		}
 	}
-	p->serial = false;
-	p->stores = true;
-	/* The request's last bytes wait for the end (fio_write_end). */
-	p->tail_off = OCF_MAX(off, end - (off_t)sizeof(p->tail));
-	p->tail_len = (size_t)(end - p->tail_off);
-	/* Where its pieces may store without asking: what is cached, and what
-	 * was reserved; where the file holds data on the disk only, the
-	 * pieces decide for themselves. */
-	if (in == INSIDE_READY || in == INSIDE_HOLE) {
-		if (!reserve && end > size)
-			return 0;
-		p->ready_lo = off;
-		p->ready_hi = end;
-	} else if (reserve) {
-		p->ready_lo = lo;
-		p->ready_hi = end;
-	}
+	p->serial = w.serial;
+	p->stores = w.stores;
+	p->tail_off = w.tail_off;
+	p->tail_len = w.tail_len;
+	p->ready_lo = w.ready_lo;
+	p->ready_hi = w.ready_hi;
 	return 0;
 }
 

@@ -126,45 +126,7 @@ const struct stripe_cfg *stripe_config(void)
 	return &cfg;
 }
 
-bool stripe_wanted(const struct ocf_io *io, bool write, int helpers)
-{
-	const struct stripe_cfg *c = stripe_config();
-	return !write && helpers > 0 && io->t.device && io->t.use_stream && !io->plan && !io->segs &&
-	       io->h->type != CU_FILE_HANDLE_TYPE_USERSPACE_FS && io->len >= c->min_bytes &&
-	       io->len <= c->max_bytes && c->participants > 1;
-}
-
-bool stripe_shape(const struct ocf_io *io, size_t room, int depth, struct stripe_shape *sh)
-{
-	const struct stripe_cfg *c = stripe_config();
-	size_t align = fio_align(io->h);
-	size_t A = OCF_MAX(align, (size_t)4096);
-	size_t piece = OCF_ALIGN_UP(c->piece, A);
-	/* A short request (below spin_below_bytes, one call of a lone caller
-	 * lasting some 70 us) keeps spinners helpers awake after it, ready for
-	 * the next one, and is cut into one piece per participant: the caller
-	 * and the helpers awake read at once, and none waits for another's
-	 * second piece. */
-	bool spin = io->len < c->spin_below_bytes && c->spin_ns && c->spinners > 0;
-	if (spin) {
-		size_t n = (size_t)c->spinners + 1;
-		piece = OCF_ALIGN_UP((io->len + (size_t)io->off % align + n - 1) / n, A);
-	}
-	/* A stripe must fit one lane buffer the way a staged chunk does, and
-	 * a request has at least two, so that the copy of the first overlaps
-	 * the reading of the next. */
-	size_t half = OCF_ALIGN_UP((io->len + 1) / 2, piece);
-	size_t stripe = OCF_ALIGN_DOWN(OCF_MIN(OCF_MIN(c->stripe, half), room), piece);
-	if (depth < 2 || stripe < piece)
-		return false;
-	*sh = (struct stripe_shape){.chunk = piece, .skew0 = (size_t)io->off % align, .spin = spin};
-	sh->nchunks = (io->len + sh->skew0 + piece - 1) / piece;
-	sh->per_stripe = stripe / piece;
-	sh->nstripes = (sh->nchunks + sh->per_stripe - 1) / sh->per_stripe;
-	return sh->nchunks >= 2 && sh->nstripes <= OCF_STRIPES_MAX;
-}
-
-void stripe_setup(struct ocf_job *job, const struct stripe_shape *sh, struct ocf_lane *lane)
+void stripe_setup(struct ocf_job *job, const struct plan_stripes *sh, struct ocf_lane *lane)
 {
 	const struct stripe_cfg *c = stripe_config();
 	job->chunk = sh->chunk;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "planner.h"
+
 struct ocf_io;
 struct ocf_job;
 struct ocf_lane;
@@ -35,24 +37,9 @@ struct stripe_cfg {
 };
 const struct stripe_cfg *stripe_config(void);
 
-/* Whether a request of this kind and size takes the striped path, given
- * the helpers it could have. */
-bool stripe_wanted(const struct ocf_io *io, bool write, int helpers);
-
-/* A striped request's pieces and stripes, for lanes of `depth` buffers of
- * `room` bytes (every lane of the pool is such). */
-struct stripe_shape {
-	size_t chunk, skew0, nchunks; /* the pieces */
-	size_t per_stripe, nstripes;
-	bool spin; /* short: its helpers stay awake after it (stripe_cfg) */
-};
-
-/* The request's shape; false when it does not fit the path (the request
- * then takes another). */
-bool stripe_shape(const struct ocf_io *io, size_t room, int depth, struct stripe_shape *sh);
 /* Sets the job up for its shape and the caller's lane, before any helper
  * can see it. */
-void stripe_setup(struct ocf_job *job, const struct stripe_shape *sh, struct ocf_lane *lane);
+void stripe_setup(struct ocf_job *job, const struct plan_stripes *sh, struct ocf_lane *lane);
 
 /* The caller's part of a striped job: reads chunks, copies each stripe
  * once it is whole, waits for the copies.  Returns false when the lane's

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * chunking.c's arithmetic over a grid of requests (compiled in, linked with
- * log.c for the environment, the file's alignment stubbed):
+ * The planner's chunk arithmetic (planner.c: plan_chunk, plan_participants)
+ * over a grid of requests:
  *  - every chunk size is a multiple of the alignment (at least 4 KiB) and at
  *    most one staging buffer;
  *  - a lone caller's device read without helpers (the default
@@ -31,16 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunking.h"
-#include "handle.h"
+#include "planner.h"
+
+/* A request: where it starts and how long it is. */
+struct req {
+	off_t off;
+	size_t len;
+};
 
 static size_t file_align;
-
-size_t fio_align(const struct ocf_handle *h)
-{
-	(void)h;
-	return file_align;
-}
 
 static unsigned long failures, checks;
 
@@ -61,11 +60,17 @@ static unsigned long failures, checks;
 
 static size_t alone; /* OPENCUFILE_ALONE_CHUNK_KB in bytes */
 
-static void check_one(struct ocf_io *io, size_t max_chunk, size_t skew0, int helpers, bool lone)
+static void check_one(struct req *io, size_t max_chunk, size_t skew0, int helpers, bool lone)
 {
 	size_t A = file_align > 4096 ? file_align : 4096;
-	struct chunk_shape s = {.max_chunk = max_chunk, .min_chunk = MIB, .skew0 = skew0, .helpers = helpers, .lone = lone};
-	size_t c = chunk_size(io, &s);
+	struct plan_chunk_shape s = {.max_chunk = max_chunk,
+				     .min_chunk = MIB,
+				     .skew0 = skew0,
+				     .helpers = helpers,
+				     .lone = lone,
+				     .alone_chunk = alone,
+				     .lane_depth = 3};
+	size_t c = plan_chunk(io->len, &s);
 	size_t total = io->len + skew0;
 	size_t cap = max_chunk / A * A;
 #define WHAT "len %zu skew %zu max %zu align %zu helpers %d lone %d: chunk %zu", io->len, skew0, max_chunk, file_align, helpers, lone, c
@@ -107,8 +112,6 @@ static void grid(void)
 	static const size_t maxes[] = {2 * MIB, MIB, 384 * KIB, 64 * KIB};
 	static const size_t aligns[] = {512, 4096};
 	static const int helpers[] = {0, 1, 3, 7};
-	struct ocf_handle h;
-	memset(&h, 0, sizeof(h));
 	for (size_t ai = 0; ai < sizeof(aligns) / sizeof(aligns[0]); ai++) {
 		file_align = aligns[ai];
 		for (size_t len = 1; len <= 9 * MIB;) {
@@ -116,7 +119,7 @@ static void grid(void)
 				static const size_t skews[] = {0, 1, 511, 4095};
 				for (size_t si = 0; si < sizeof(skews) / sizeof(skews[0]); si++) {
 					size_t skew0 = skews[si] % file_align;
-					struct ocf_io io = {.h = &h, .off = (off_t)skew0, .len = len};
+					struct req io = {.off = (off_t)skew0, .len = len};
 					for (size_t hi = 0; hi < sizeof(helpers) / sizeof(helpers[0]); hi++)
 						for (int lone = 0; lone < 2; lone++)
 							check_one(&io, maxes[mi], skew0, helpers[hi], lone);
@@ -135,14 +138,12 @@ static void grid(void)
 /* Lone requests far larger than three staging buffers: whole buffers. */
 static void large(void)
 {
-	struct ocf_handle h;
-	memset(&h, 0, sizeof(h));
 	static const size_t sizes[] = {6 * MIB + 4096, 300 * MIB + 4096, 2048 * MIB + 4096, 2048 * MIB - 1};
 	static const size_t maxes[] = {2 * MIB, MIB, 64 * KIB};
 	file_align = 4096;
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
-			struct ocf_io io = {.h = &h, .off = 0, .len = sizes[i]};
+			struct req io = {.off = 0, .len = sizes[i]};
 			check_one(&io, maxes[m], 0, 0, true);
 			check_one(&io, maxes[m], 0, 7, true);
 		}
@@ -151,16 +152,15 @@ static void large(void)
 /* The copies the striped test counts for lone reads at offset 0. */
 static void known_sizes(void)
 {
-	struct ocf_handle h;
-	memset(&h, 0, sizeof(h));
 	file_align = 4096;
 	static const struct {
 		size_t len, chunks;
 	} want[] = {{MIB, 3}, {600 * KIB, 2}, {512 * KIB, 2}, {300 * KIB, 1}, {256 * KIB, 1}, {4096, 1}};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		struct ocf_io io = {.h = &h, .off = 0, .len = want[i].len};
-		struct chunk_shape s = {.max_chunk = 2 * MIB, .min_chunk = MIB, .lone = true};
-		size_t c = chunk_size(&io, &s);
+		struct req io = {.off = 0, .len = want[i].len};
+		struct plan_chunk_shape s = {
+		    .max_chunk = 2 * MIB, .min_chunk = MIB, .lone = true, .alone_chunk = alone, .lane_depth = 3};
+		size_t c = plan_chunk(io.len, &s);
 		size_t n = (want[i].len + c - 1) / c;
 		size_t expect = alone ? want[i].chunks : 1;
 		CHECK(n == expect, "lone %zu bytes: %zu chunks of %zu, want %zu", want[i].len, n, c, expect);
@@ -169,21 +169,18 @@ static void known_sizes(void)
 
 static void participants(void)
 {
-	struct ocf_handle h;
-	memset(&h, 0, sizeof(h));
-	struct ocf_io io = {.h = &h};
+	struct plan_request rq;
+	memset(&rq, 0, sizeof(rq));
 	for (size_t len = 0; len <= 64 * MIB; len += MIB / 2) {
-		io.len = len;
-		int p = chunk_participants(&io, 4);
+		rq.len = len;
+		int p = plan_participants(&rq, 4);
 		size_t by_size = len / (2 * MIB);
 		CHECK(p == (int)(by_size > 4 ? by_size : 4), "len %zu: %d participants", len, p);
 	}
-	struct ocf_ringplan plan;
-	memset(&plan, 0, sizeof(plan));
-	plan.nchunks = 7;
-	io.plan = &plan;
-	io.len = 64 * MIB;
-	CHECK(chunk_participants(&io, 4) == 7, "a stream operation of 7 chunks");
+	rq.ring = true;
+	rq.ring_nchunks = 7;
+	rq.len = 64 * MIB;
+	CHECK(plan_participants(&rq, 4) == 7, "a stream operation of 7 chunks");
 }
 
 int main(void)
