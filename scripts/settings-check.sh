@@ -35,13 +35,15 @@ fi
 shift 2
 
 # The variables of the table, one a line: the key table's environment
-# column and the environment table's first.
+# column and the environment table's first.  Columns: key, tier, type,
+# default, range, refused, environment, what it drives; and variable, tier,
+# type, default, range, read by, what it does.
 table_variables() {
 	"$gdscheck" -k | awk -F'|' '
 		/^\| key \|/ { mode = "key"; next }
 		/^\| variable \|/ { mode = "env"; next }
 		/^\| ---/ { next }
-		/^\| / { v = mode == "key" ? $7 : $2; gsub(/[ `]/, "", v); if (v != "") print v }'
+		/^\| / { v = mode == "key" ? $8 : $2; gsub(/[ `]/, "", v); if (v != "") print v }'
 }
 
 # The variables named in the C strings of the files given (escaped quotes

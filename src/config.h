@@ -4,7 +4,7 @@
  * parameter setters, and where each effective value came from.
  *
  * Every key of the cufile.json format is one row of a table (config.c)
- * {json path, type, default, min, max, field}.  A struct ocf_config holds
+ * {json path, type, default, min, max, field, ..., tier}.  A struct ocf_config holds
  * one value per row plus the row's source.  Sizes are in KiB as in the file.
  *
  * Stored and effective values.  A value of the right type is refused only
@@ -34,6 +34,16 @@ enum ocf_cfg_source {
 	OCF_SRC_ENV,
 	OCF_SRC_SETTER,
 };
+
+/* Who a setting is for: a column of both tables (keys and environment
+ * rows).  gdscheck -k lists every setting with its tier;
+ * docs/configuration.md says what each tier promises. */
+enum ocf_tier {
+	OCF_TIER_USER,   /* a setting a user of the library may set: kept and documented */
+	OCF_TIER_TUNING, /* a performance knob with a measured default */
+	OCF_TIER_TEST,   /* a hook of the tests and the measurement scripts */
+};
+const char *config_tier_name(enum ocf_tier t);
 
 enum ocf_cfg_type {
 	OCF_CFG_BOOL,         /* bool */
@@ -236,6 +246,7 @@ struct ocf_cfg_key_info {
 	const char *const *choices; /* STRING: allowed values (NULL: any) */
 	const char *env;    /* environment variable overriding it, or NULL */
 	const char *drives; /* what it does here, for docs and gdscheck */
+	enum ocf_tier tier;
 };
 
 /* What a key refuses of a value of its own type (config.c's refusal
@@ -387,10 +398,10 @@ const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k);
  * unknown at the first driver open (config_env_note_unknown).  Rows whose
  * reader is not NULL belong to the project's other programs (gdscheck, the
  * tests, the scripts, the Python wheel): the library never reads them and
- * knows them only so as not to call them unknown.  gdscheck prints every
- * row with its value and source; scripts/settings-check.sh checks that
- * docs/configuration.md documents every row and that no variable is read
- * outside this table.
+ * knows them only so as not to call them unknown.  Every row has a tier
+ * (enum ocf_tier).  gdscheck prints every row with its value and source;
+ * scripts/settings-check.sh checks that docs/configuration.md documents
+ * every row and that no variable is read outside this table.
  *
  * Every variable is parsed one way, by its row's type: numbers are decimal
  * digits only (a sign, a suffix, spaces or hexadecimal are not numbers),
@@ -498,6 +509,7 @@ struct ocf_env_info {
 	const char *def_text;
 	const char *const *words; /* WORD */
 	unsigned flags;           /* OCF_ENV_* */
+	enum ocf_tier tier;
 	const char *reader;       /* NULL: the library; else who reads it */
 	const char *doc;          /* what it does, one line */
 };

@@ -13,7 +13,8 @@
  *                      which route could DMA from storage into it, or the
  *                      first missing prerequisite.
  *   gdscheck -k        lists every setting as Markdown tables: the keys, then
- *                      the environment variables (docs/configuration.md).
+ *                      the environment variables, each with its tier
+ *                      (docs/configuration.md).
  *   gdscheck -s FILE   prints a statistics snapshot written by a process
  *                      running with OPENCUFILE_STATS_FILE=FILE (see
  *                      src/stats_file.h; stats_report.c, shared with
@@ -470,8 +471,8 @@ static void refusal_words(enum ocf_cfg_key k, char *buf, size_t len)
 static void print_env_table(void)
 {
 	static const char *const type_names[] = {"number", "switch", "word", "text"};
-	printf("| variable | type | default | range | read by | what it does |\n");
-	printf("| --- | --- | --- | --- | --- | --- |\n");
+	printf("| variable | tier | type | default | range | read by | what it does |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int e = 0; e < OCF_E_COUNT; e++) {
 		const struct ocf_env_info *ei = config_env_info((enum ocf_env)e);
 		char def[160], range[128] = "", type[32];
@@ -499,9 +500,11 @@ static void print_env_table(void)
 			for (const char *const *w = ei->words; *w && o < (int)sizeof(range) - 1; w++)
 				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *w);
 		}
-		printf("| `%s` | %s | %s | %s | %s | %s |\n", ei->var, type, def, range,
-		       ei->reader ? ei->reader : ei->flags & OCF_ENV_ONCE ? "the library, once" : "the library",
-		       ei->doc);
+		const char *reader = ei->reader		       ? ei->reader
+				     : ei->flags & OCF_ENV_ONCE ? "the library, once"
+								: "the library";
+		printf("| `%s` | %s | %s | %s | %s | %s | %s |\n", ei->var, config_tier_name(ei->tier), type,
+		       def, range, reader, ei->doc);
 	}
 }
 
@@ -512,8 +515,8 @@ static void print_key_table(void)
 						 "object"};
 	struct ocf_config def;
 	config_load_defaults(&def);
-	printf("| key | type | default | range | refused | environment | what it drives here |\n");
-	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+	printf("| key | tier | type | default | range | refused | environment | what it drives here |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int k = 0; k < OCF_K_COUNT; k++) {
 		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
 		char v[OCF_CFG_LIST_LEN + 8], range[128] = "", refused[128];
@@ -530,8 +533,8 @@ static void print_key_table(void)
 		char env[64] = "";
 		if (ki->env)
 			snprintf(env, sizeof(env), "`%s`", ki->env);
-		printf("| `%s` | %s | `%s` | %s | %s | %s | %s |\n", ki->path, type_names[ki->type], v, range, refused,
-		       env, ki->drives);
+		printf("| `%s` | %s | %s | `%s` | %s | %s | %s | %s |\n", ki->path, config_tier_name(ki->tier),
+		       type_names[ki->type], v, range, refused, env, ki->drives);
 	}
 }
 
