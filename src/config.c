@@ -43,7 +43,9 @@
  * setting a user of the library may set: every key, and the variables that
  * name files, bound the waits of calls, cap the CPUs or switch read-ahead),
  * tuning (a performance knob whose default was measured) or test (a hook
- * of the tests and the measurement scripts).
+ * of the tests and the measurement scripts).  gdscheck's report shows every
+ * user setting with its value and source and the others only where set;
+ * at each open the log names the tuning and test variables set (INFO).
  *
  * This file depends on nothing of the library but log.c (its level
  * numbers, and the writer a refused variable is logged with), so gdscheck
@@ -1366,6 +1368,18 @@ void config_env_note_unknown(struct ocf_cfg_diags *diags)
 			diag(diags, OCF_LOG_WARN,
 			     "environment %.*s is not a variable of this library (removed, or misspelt): ignored",
 			     (int)OCF_MIN(n, (size_t)100), *p);
+	}
+}
+
+void config_env_note_not_user(struct ocf_cfg_diags *diags)
+{
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		const struct ocf_env_info *r = &env_rows[e];
+		const char *s = r->tier == OCF_TIER_USER || r->reader ? NULL : env_get(r->var);
+		if (s && *s)
+			diag(diags, OCF_LOG_INFO, "environment %s=\"%.60s\": a %s setting (%s; docs/configuration.md, "
+			     "\"Tiers\"); in effect", r->var, s, config_tier_name(r->tier),
+			     r->tier == OCF_TIER_TUNING ? "a performance knob" : "a hook of the tests");
 	}
 }
 

@@ -36,8 +36,9 @@ enum ocf_cfg_source {
 };
 
 /* Who a setting is for: a column of both tables (keys and environment
- * rows).  gdscheck -k lists every setting with its tier;
- * docs/configuration.md says what each tier promises. */
+ * rows).  gdscheck's report shows every user setting with its value and
+ * source, and the others only where they are set; gdscheck -k lists them
+ * all with their tier; docs/configuration.md says what each tier promises. */
 enum ocf_tier {
 	OCF_TIER_USER,   /* a setting a user of the library may set: kept and documented */
 	OCF_TIER_TUNING, /* a performance knob with a measured default */
@@ -399,9 +400,11 @@ const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k);
  * reader is not NULL belong to the project's other programs (gdscheck, the
  * tests, the scripts, the Python wheel): the library never reads them and
  * knows them only so as not to call them unknown.  Every row has a tier
- * (enum ocf_tier).  gdscheck prints every row with its value and source;
- * scripts/settings-check.sh checks that docs/configuration.md documents
- * every row and that no variable is read outside this table.
+ * (enum ocf_tier).  gdscheck prints every row of tier user with its value
+ * and source, and the others where they are set; scripts/settings-check.sh
+ * checks that docs/configuration.md documents every row, that no variable
+ * is read outside this table, that every row has a tier and that
+ * gdscheck's report shows every setting of tier user.
  *
  * Every variable is parsed one way, by its row's type: numbers are decimal
  * digits only (a sign, a suffix, spaces or hexadecimal are not numbers),
@@ -552,6 +555,9 @@ int config_env_switch(const char *text);
  * no row of either table names (a variable removed, or misspelt); nothing
  * in a set-uid or set-gid process, which reads no environment. */
 void config_env_note_unknown(struct ocf_cfg_diags *diags);
+/* Appends one INFO per variable of tier tuning or test that the
+ * environment sets (a value no user needs to set, in effect). */
+void config_env_note_not_user(struct ocf_cfg_diags *diags);
 
 /* Formats the value of key k as JSON-like text into buf. */
 void config_format_value(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len);

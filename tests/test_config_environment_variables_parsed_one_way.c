@@ -13,7 +13,8 @@
  *   - rows read once keep their first value; the others are read anew;
  *   - rows whose default the reader computes say whether a value was given;
  *   - the rows of the project's other programs are never read;
- *   - a variable named OPENCUFILE_* that no row names is reported;
+ *   - a variable named OPENCUFILE_* that no row names is reported; one of
+ *     tier tuning or test that is set is named at INFO with its tier;
  *   - the keys' variables take numbers the same way. */
 #define OCF_CONFIG_UNIT
 #include "config_test_util.h"
@@ -175,7 +176,22 @@ int main(void)
 	for (int i = 0; i < d.n; i++)
 		T_EQ(d.d[i].level, OCF_LOG_WARN);
 	unsetenv("OPENCUFILE_NO_SUCH_SETTING");
+
+	t_set_case("tuning and test variables set");
+	setenv("OPENCUFILE_STAGING_REGISTER", "1", 1);
+	setenv("OPENCUFILE_GDSCHECK_ROOT", "/x", 1);
+	memset(&d, 0, sizeof(d));
+	config_env_note_not_user(&d);
+	t_print_diags(&d);
+	T_ASSERT(t_find_diag(&d, "OPENCUFILE_PIECE_KB=\"64\"", "a tuning setting", (const char *)NULL));
+	T_ASSERT(t_find_diag(&d, "OPENCUFILE_STAGING_REGISTER=\"1\"", "a test setting", (const char *)NULL));
+	T_ASSERT(!t_find_diag(&d, "OPENCUFILE_GDSCHECK_ROOT", (const char *)NULL)); /* not the library's */
+	T_ASSERT(!t_find_diag(&d, "OPENCUFILE_WAIT_WATCHDOG_S", (const char *)NULL)); /* a key's: user */
+	for (int i = 0; i < d.n; i++)
+		T_EQ(d.d[i].level, OCF_LOG_INFO);
 	unsetenv("OPENCUFILE_PIECE_KB");
+	unsetenv("OPENCUFILE_STAGING_REGISTER");
+	unsetenv("OPENCUFILE_GDSCHECK_ROOT");
 
 	/* A key's variable takes numbers the same way. */
 	t_set_case("a key's variable");
