@@ -57,12 +57,10 @@ int chunk_participants(const struct ocf_io *io, int request_max)
 	return (int)OCF_MAX((size_t)request_max, OCF_MIN(by_size, (size_t)INT_MAX));
 }
 
-static size_t alone_chunk_bytes(void) { return (size_t)config_env(OCF_E_ALONE_CHUNK_KB) * 1024; }
-
 size_t chunk_size(const struct ocf_io *io, const struct chunk_shape *s)
 {
 	size_t A = OCF_MAX(s->align, (size_t)4096);
-	size_t alone = s->lone && !s->helpers ? alone_chunk_bytes() : 0;
+	size_t alone = s->lone && !s->helpers ? ocf_cfg.tuning.alone_chunk_bytes : 0;
 	size_t total = io->len + s->skew0;
 	size_t cap = OCF_ALIGN_DOWN(s->max_chunk, A);
 	size_t whole = (total + cap - 1) / cap; /* chunks of a whole staging buffer */

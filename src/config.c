@@ -35,9 +35,8 @@
  *
  * The variables that are no key's are the rows of a second table,
  * env_rows[] {variable, type, unit, range, default, tier, doc} (config.h),
- * read through config_env*() when their reader asks and parsed by the same
- * number and switch parsers as the keys' variables.  This file is the
- * library's only reader of the environment (env_get).
+ * parsed by the same number and switch parsers as the keys' variables.
+ * This file is the library's only reader of the environment (env_get).
  *
  * Tiers.  Every row of both tables has a tier (enum ocf_tier): user (a
  * setting a user of the library may set: every key, and the variables that
@@ -46,6 +45,22 @@
  * of the tests and the measurement scripts).  gdscheck's report shows every
  * user setting with its value and source and the others only where set;
  * at each open the log names the tuning and test variables set (INFO).
+ *
+ * When values change.  config_load resolves the rows of tier tuning into
+ * cfg->tuning (resolve_tuning), in the units their readers work in; at
+ * driver open that is ocf_cfg.tuning, which the subsystems read instead of
+ * the environment or copies of their own.  The open writes ocf_cfg under
+ * the driver's state lock with no call in flight and no thread of the
+ * library running: the close before waited for every call and joined every
+ * thread the library starts (the engine's workers, which are also the
+ * stripe helpers and the read-ahead fillers; the executors; the tickers).
+ * So every tier may change at a reopen and takes effect there, and no
+ * thread sees a tuning value change under a request: within one open the
+ * values are constant.  The other rows are read through config_env*() when
+ * their reader asks (a subsystem as it starts after the open, or a call);
+ * while the driver is open only keys change, by the property setters, one
+ * aligned word each.  OPENCUFILE_LIBCUDA alone holds for the process's
+ * life: the CUDA driver is loaded once.
  *
  * This file depends on nothing of the library but log.c (its level
  * numbers, and the writer a refused variable is logged with), so gdscheck
@@ -624,6 +639,8 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 	return -1;
 }
 
+static void resolve_tuning(struct ocf_tuning *t, bool from_env, struct ocf_cfg_diags *diags);
+
 void config_load_defaults(struct ocf_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -640,6 +657,7 @@ void config_load_defaults(struct ocf_config *cfg)
 	}
 	cfg->staging_chunk_kb = 2048;
 	cfg->min_chunk_kb = 1024;
+	resolve_tuning(&cfg->tuning, false, NULL);
 }
 
 /* ------------------------------------------------------- locating keys */
@@ -994,19 +1012,20 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 		else
 			diag(diags, OCF_LOG_ERROR, "environment %s=\"%.60s\": %s; ignored", ki->env, s, why);
 	}
+	resolve_tuning(&cfg->tuning, true, diags);
 }
 
 /* The environment table (config.h).  Sizes in KiB go up to 2^30 KiB.
- * Each row gives its tier (USER, TUNING or TEST) after its flags. */
+ * Each row's tier follows its default (USER, TUNING or TEST). */
 #define ENV_KIB_MAX ((uint64_t)1 << 30)
-#define NUM(var, unit, lo, hi, d, fl, tier, doc) \
-	{var, OCF_ENV_NUMBER, unit, lo, hi, d, NULL, NULL, fl, tier, NULL, doc}
-#define NUM_COMPUTED(var, unit, lo, hi, computed, fl, tier, doc) \
-	{var, OCF_ENV_NUMBER, unit, lo, hi, 0, computed, NULL, fl, tier, NULL, doc}
-#define SWITCH(var, d, fl, tier, doc) {var, OCF_ENV_SWITCH, NULL, 0, 1, d, NULL, NULL, fl, tier, NULL, doc}
-#define WORD(var, words, d, fl, tier, doc) {var, OCF_ENV_WORD, NULL, 0, 0, d, NULL, words, fl, tier, NULL, doc}
-#define TEXT(var, d, tier, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, d, NULL, 0, tier, NULL, doc}
-#define OTHER(var, reader, tier, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, NULL, NULL, 0, tier, reader, doc}
+#define NUM(var, unit, lo, hi, d, tier, doc) \
+	{var, OCF_ENV_NUMBER, unit, lo, hi, d, NULL, NULL, tier, NULL, doc}
+#define NUM_COMPUTED(var, unit, lo, hi, computed, tier, doc) \
+	{var, OCF_ENV_NUMBER, unit, lo, hi, 0, computed, NULL, tier, NULL, doc}
+#define SWITCH(var, d, tier, doc) {var, OCF_ENV_SWITCH, NULL, 0, 1, d, NULL, NULL, tier, NULL, doc}
+#define WORD(var, words, d, tier, doc) {var, OCF_ENV_WORD, NULL, 0, 0, d, NULL, words, tier, NULL, doc}
+#define TEXT(var, d, tier, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, d, NULL, tier, NULL, doc}
+#define OTHER(var, reader, tier, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, NULL, NULL, tier, reader, doc}
 
 static const char *const backend_words[] = {"auto", "uring", "psync", NULL};
 static const char *const flush_words[] = {"clwb", "clflushopt", "off", NULL};
@@ -1020,132 +1039,134 @@ static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
 	[OCF_E_LIBCUDA] = TEXT("OPENCUFILE_LIBCUDA", "libcuda.so.1", TEST,
 			       "the CUDA driver library loaded, once per process (the tests load the stand-in "
 			       "driver of tests/fakecuda)"),
-	[OCF_E_CPUS] = NUM("OPENCUFILE_CPUS", "", 0, 1u << 20, 0, 0, USER,
+	[OCF_E_CPUS] = NUM("OPENCUFILE_CPUS", "", 0, 1u << 20, 0, USER,
 			   "a cap on the CPU budget every thread pool is sized from (0: none)"),
 	[OCF_E_IO_THREADS] = NUM_COMPUTED("OPENCUFILE_IO_THREADS", "", 0, 256,
 					  "one per CPU of the budget up to 16, at least execution.max_io_threads "
 					  "within the budget",
-					  0, TUNING, "engine worker threads, exactly (0: none)"),
+					  TUNING, "engine worker threads, exactly (0: none)"),
 	[OCF_E_PARALLEL] = NUM_COMPUTED("OPENCUFILE_PARALLEL", "", 1, 1024, "the CPU budget, at most the workers + 1",
-					0, TUNING,
+					TUNING,
 					"participants (callers and helpers) of all requests at once, at most"),
-	[OCF_E_HELPER_SPIN_US] = NUM("OPENCUFILE_HELPER_SPIN_US", "us", 0, 100000, 0, 0, TEST,
+	[OCF_E_HELPER_SPIN_US] = NUM("OPENCUFILE_HELPER_SPIN_US", "us", 0, 100000, 0, TEST,
 				     "every engine worker polls the queue this long after every job (0: only after "
 				     "the short striped reads of OPENCUFILE_STRIPE_SPIN_BELOW_KB); tests, the hang hunt"),
 	[OCF_E_CHUNK_KB] = NUM_COMPUTED("OPENCUFILE_CHUNK_KB", "KiB", 64, 1u << 20,
 					"2048, less where max_direct_io_size_kb or the largest GPU bounce-buffer slab is "
 					"smaller",
-					0, TEST, "the staging chunk of the GPUs' pools made after it is set; tests (64: small "
-					   "files pipelined)"),
-	[OCF_E_ALONE_CHUNK_KB] = NUM("OPENCUFILE_ALONE_CHUNK_KB", "KiB", 0, ENV_KIB_MAX, 256, OCF_ENV_ONCE, TUNING,
+					TEST,
+					"the staging chunk of the GPUs' pools made after it is set; tests (64: small "
+					"files pipelined)"),
+	[OCF_E_ALONE_CHUNK_KB] = NUM("OPENCUFILE_ALONE_CHUNK_KB", "KiB", 0, ENV_KIB_MAX, 256, TUNING,
 				     "a lone caller's device read without helpers that fits in three staging "
 				     "buffers is cut into up to three even chunks of at least this (0: whole)"),
-	[OCF_E_STRIPE_MIN_KB] = NUM("OPENCUFILE_STRIPE_MIN_KB", "KiB", 0, ENV_KIB_MAX, 1024, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_MIN_KB] = NUM("OPENCUFILE_STRIPE_MIN_KB", "KiB", 0, ENV_KIB_MAX, 1024, TUNING,
 				    "device reads of one caller alone from this size take the striped path"),
-	[OCF_E_STRIPE_MAX_KB] = NUM("OPENCUFILE_STRIPE_MAX_KB", "KiB", 0, ENV_KIB_MAX, 8192, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_MAX_KB] = NUM("OPENCUFILE_STRIPE_MAX_KB", "KiB", 0, ENV_KIB_MAX, 8192, TUNING,
 				    "... up to this size (0: no striped path)"),
-	[OCF_E_PIECE_KB] = NUM("OPENCUFILE_PIECE_KB", "KiB", 4, ENV_KIB_MAX, 256, OCF_ENV_ONCE, TUNING,
+	[OCF_E_PIECE_KB] = NUM("OPENCUFILE_PIECE_KB", "KiB", 4, ENV_KIB_MAX, 256, TUNING,
 			       "a helper's piece of a striped read"),
-	[OCF_E_STRIPE_KB] = NUM("OPENCUFILE_STRIPE_KB", "KiB", 4, ENV_KIB_MAX, 2048, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_KB] = NUM("OPENCUFILE_STRIPE_KB", "KiB", 4, ENV_KIB_MAX, 2048, TUNING,
 				"a stripe of a striped read, copied at once (at least a piece)"),
-	[OCF_E_STRIPE_PARTICIPANTS] = NUM("OPENCUFILE_STRIPE_PARTICIPANTS", "", 1, 64, 8, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_PARTICIPANTS] = NUM("OPENCUFILE_STRIPE_PARTICIPANTS", "", 1, 64, 8, TUNING,
 					  "participants of one striped read, at most"),
-	[OCF_E_STRIPE_FLUSH] = SWITCH("OPENCUFILE_STRIPE_FLUSH", 1, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_FLUSH] = SWITCH("OPENCUFILE_STRIPE_FLUSH", 1, TUNING,
 				      "a striped read's pieces written back from the CPU's caches before their copy"),
-	[OCF_E_STRIPE_SPIN_US] = NUM("OPENCUFILE_STRIPE_SPIN_US", "us", 0, 1000, 50, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_SPIN_US] = NUM("OPENCUFILE_STRIPE_SPIN_US", "us", 0, 1000, 50, TUNING,
 				     "helpers kept polling after a striped read below OPENCUFILE_STRIPE_SPIN_BELOW_KB "
 				     "(0: none)"),
 	[OCF_E_STRIPE_SPIN_BELOW_KB] = NUM("OPENCUFILE_STRIPE_SPIN_BELOW_KB", "KiB", 0, ENV_KIB_MAX, 2048,
-					   OCF_ENV_ONCE, TUNING, "striped reads below this keep helpers polling after them"),
-	[OCF_E_STRIPE_SPINNERS] = NUM("OPENCUFILE_STRIPE_SPINNERS", "", 0, 63, 2, OCF_ENV_ONCE, TUNING,
+					   TUNING, "striped reads below this keep helpers polling after them"),
+	[OCF_E_STRIPE_SPINNERS] = NUM("OPENCUFILE_STRIPE_SPINNERS", "", 0, 63, 2, TUNING,
 				      "helpers kept polling after such a read, at most"),
-	[OCF_E_STRIPE_CALLERS] = NUM("OPENCUFILE_STRIPE_CALLERS", "", 1, 64, 4, OCF_ENV_ONCE, TUNING,
+	[OCF_E_STRIPE_CALLERS] = NUM("OPENCUFILE_STRIPE_CALLERS", "", 1, 64, 4, TUNING,
 				     "device reads striped while fewer callers than this are busy, beside a lone "
 				     "caller's only where the handle has no read-ahead window (1: a lone caller's)"),
-	[OCF_E_IO_BACKEND] = WORD("OPENCUFILE_IO_BACKEND", backend_words, 0, OCF_ENV_ONCE, TUNING,
+	[OCF_E_IO_BACKEND] = WORD("OPENCUFILE_IO_BACKEND", backend_words, 0, TUNING,
 				  "which system calls move staged file data: auto (io_uring for direct I/O, and for "
 				  "buffered with properties.prefer_iouring), uring, psync (pread/pwrite)"),
-	[OCF_E_BUFFERED_DIRECT] = SWITCH("OPENCUFILE_BUFFERED_DIRECT", 1, 0, TUNING,
+	[OCF_E_BUFFERED_DIRECT] = SWITCH("OPENCUFILE_BUFFERED_DIRECT", 1, TUNING,
 					 "a buffered handle, at its registration, gets an O_DIRECT twin for the bytes "
 					 "the page cache does not hold (off: every buffered read is a pread)"),
-	[OCF_E_FLUSH_STAGED] = WORD("OPENCUFILE_FLUSH_STAGED", flush_words, 0, OCF_ENV_ONCE, TUNING,
+	[OCF_E_FLUSH_STAGED] = WORD("OPENCUFILE_FLUSH_STAGED", flush_words, 0, TUNING,
 				    "how staged bytes of busy reads are written back from the CPU's caches before "
 				    "their copy (clwb and clflushopt where the CPU has them, else off)"),
-	[OCF_E_FLUSH_BUSY] = NUM("OPENCUFILE_FLUSH_BUSY", "", 0, 1u << 20, 8, OCF_ENV_ONCE, TUNING,
+	[OCF_E_FLUSH_BUSY] = NUM("OPENCUFILE_FLUSH_BUSY", "", 0, 1u << 20, 8, TUNING,
 				 "... when at least this many participants are busy"),
-	[OCF_E_FLUSH_MAX_KB] = NUM("OPENCUFILE_FLUSH_MAX_KB", "KiB", 0, ENV_KIB_MAX, 512, OCF_ENV_ONCE, TUNING,
+	[OCF_E_FLUSH_MAX_KB] = NUM("OPENCUFILE_FLUSH_MAX_KB", "KiB", 0, ENV_KIB_MAX, 512, TUNING,
 				   "... for reads of at most this size"),
-	[OCF_E_MAPPED_READS] = WORD("OPENCUFILE_MAPPED_READS", mapped_words, 0, OCF_ENV_ONCE, TUNING,
+	[OCF_E_MAPPED_READS] = WORD("OPENCUFILE_MAPPED_READS", mapped_words, 0, TUNING,
 				    "a buffered handle's cached bytes copied through the file's mapping: on (the best "
 				    "copy loop the CPU runs), off (preadv2), or one loop"),
-	[OCF_E_MAPPED_BULK] = SWITCH("OPENCUFILE_MAPPED_BULK", 1, OCF_ENV_ONCE, TUNING,
+	[OCF_E_MAPPED_BULK] = SWITCH("OPENCUFILE_MAPPED_BULK", 1, TUNING,
 				     "bulk chunks copied through the mapping too, with ordinary stores (off: preadv2)"),
-	[OCF_E_MAPPED_WRITES] = SWITCH("OPENCUFILE_MAPPED_WRITES", 1, OCF_ENV_ONCE, TUNING,
+	[OCF_E_MAPPED_WRITES] = SWITCH("OPENCUFILE_MAPPED_WRITES", 1, TUNING,
 				       "buffered writes stored through the file's mapping where they cover 2 MiB regions "
 				       "(off: pwrite)"),
-	[OCF_E_MAPPED_DIRECT_QUIET_MS] = NUM("OPENCUFILE_MAPPED_DIRECT_QUIET_MS", "ms", 0, 86400000, 10000, OCF_ENV_ONCE, TUNING,
+	[OCF_E_MAPPED_DIRECT_QUIET_MS] = NUM("OPENCUFILE_MAPPED_DIRECT_QUIET_MS", "ms", 0, 86400000, 10000,
+					     TUNING,
 					     "an O_DIRECT handle's cached bytes copied through the file's mapping when "
 					     "nothing changed the file for this long (0: only no change during the copy)"),
-	[OCF_E_DEREGISTER_WAIT_MS] = NUM("OPENCUFILE_DEREGISTER_WAIT_MS", "ms", 0, 86400000, 10000, 0, USER,
+	[OCF_E_DEREGISTER_WAIT_MS] = NUM("OPENCUFILE_DEREGISTER_WAIT_MS", "ms", 0, 86400000, 10000, USER,
 					 "how long cuFileHandleDeregister waits for calls using the handle's files before "
 					 "it closes them"),
-	[OCF_E_READAHEAD] = SWITCH("OPENCUFILE_READAHEAD", 1, 0, USER,
+	[OCF_E_READAHEAD] = SWITCH("OPENCUFILE_READAHEAD", 1, USER,
 				   "read-ahead for one caller reading a file in order, read at driver open"),
-	[OCF_E_READAHEAD_FILLERS] = NUM("OPENCUFILE_READAHEAD_FILLERS", "", 0, 18, 0, 0, TUNING,
+	[OCF_E_READAHEAD_FILLERS] = NUM("OPENCUFILE_READAHEAD_FILLERS", "", 0, 18, 0, TUNING,
 					"helpers filling one read-ahead window at once, a fixed bound (0: shared "
 					"among the host's processes, OPENCUFILE_READAHEAD_HOST_FILLERS)"),
-	[OCF_E_READAHEAD_HOST_FILLERS] = NUM("OPENCUFILE_READAHEAD_HOST_FILLERS", "", 0, 1024, 8, 0, TUNING,
+	[OCF_E_READAHEAD_HOST_FILLERS] = NUM("OPENCUFILE_READAHEAD_HOST_FILLERS", "", 0, 1024, 8, TUNING,
 					     "read-ahead fillers shared by the processes of one user filling at once "
 					     "(0: no sharing)"),
-	[OCF_E_HOST_SHARE_ACTIVE_MS] = NUM("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "ms", 0, 3600000, 200, 0, TUNING,
+	[OCF_E_HOST_SHARE_ACTIVE_MS] = NUM("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "ms", 0, 3600000, 200, TUNING,
 					   "a process counts as filling this long after its last stamp (0: 200)"),
 	[OCF_E_SHM_DIR] = TEXT("OPENCUFILE_SHM_DIR", "/dev/shm", USER,
 			       "the directory of the file through which processes share read-ahead fillers"),
-	[OCF_E_PREWARM] = SWITCH("OPENCUFILE_PREWARM", 1, 0, TUNING,
+	[OCF_E_PREWARM] = SWITCH("OPENCUFILE_PREWARM", 1, TUNING,
 				 "GPUs whose primary context is active brought up at driver open (off: at their "
 				 "first I/O)"),
 	[OCF_E_NUMA_NODE] = NUM_COMPUTED("OPENCUFILE_NUMA_NODE", "", 0, 63,
-					 "the GPU's node from sysfs, where the machine has more than one", 0, TEST,
-					 "the NUMA node staging memory is placed on; tests"),
-	[OCF_E_STAGING_REGISTER] = SWITCH("OPENCUFILE_STAGING_REGISTER", 0, 0, TEST,
+					 "the GPU's node from sysfs, where the machine has more than one",
+					 TEST, "the NUMA node staging memory is placed on; tests"),
+	[OCF_E_STAGING_REGISTER] = SWITCH("OPENCUFILE_STAGING_REGISTER", 0, TEST,
 					  "staging memory mapped and pinned with cuMemHostRegister even without a "
 					  "NUMA node; tests"),
-	[OCF_E_EVENT_WAIT] = WORD("OPENCUFILE_EVENT_WAIT", event_wait_words, 0, OCF_ENV_ONCE, TUNING,
+	[OCF_E_EVENT_WAIT] = WORD("OPENCUFILE_EVENT_WAIT", event_wait_words, 0, TUNING,
 				  "how a staging copy is waited for: hybrid (short ones polled, long ones slept "
 				  "for), spin (every wait polls: no system call; a GPU test counts them)"),
-	[OCF_E_EVENT_NAP_US] = NUM("OPENCUFILE_EVENT_NAP_US", "us", 1, 1000, 20, OCF_ENV_ONCE, TUNING,
+	[OCF_E_EVENT_NAP_US] = NUM("OPENCUFILE_EVENT_NAP_US", "us", 1, 1000, 20, TUNING,
 				   "the first nap of a polled copy held up behind others (they double up to 1 ms)"),
-	[OCF_E_GROUPED_COPIES] = SWITCH("OPENCUFILE_GROUPED_COPIES", 1, 0, TUNING,
+	[OCF_E_GROUPED_COPIES] = SWITCH("OPENCUFILE_GROUPED_COPIES", 1, TUNING,
 					"copies handed to the driver grouped (cuMemcpyBatchAsync): the batch path's, "
 					"and several callers'"),
-	[OCF_E_CALLER_GROUPS] = SWITCH("OPENCUFILE_CALLER_GROUPS", 1, 0, TUNING,
+	[OCF_E_CALLER_GROUPS] = SWITCH("OPENCUFILE_CALLER_GROUPS", 1, TUNING,
 				       "small copies of several callers grouped (a GPU's, at its bring-up)"),
-	[OCF_E_CALLER_GROUPS_BUSY] = NUM("OPENCUFILE_CALLER_GROUPS_BUSY", "", 0, 1u << 20, 10, 0, TUNING,
+	[OCF_E_CALLER_GROUPS_BUSY] = NUM("OPENCUFILE_CALLER_GROUPS_BUSY", "", 0, 1u << 20, 10, TUNING,
 					 "... when at least this many participants are busy"),
-	[OCF_E_CALLER_GROUPS_GATHER_US] = NUM("OPENCUFILE_CALLER_GROUPS_GATHER_US", "us", 0, 10000, 3, 0, TUNING,
+	[OCF_E_CALLER_GROUPS_GATHER_US] = NUM("OPENCUFILE_CALLER_GROUPS_GATHER_US", "us", 0, 10000, 3, TUNING,
 					      "how long a group's leader waits for more copies"),
-	[OCF_E_CALLER_GROUPS_QUEUES] = NUM("OPENCUFILE_CALLER_GROUPS_QUEUES", "", 1, 4, 2, 0, TUNING,
+	[OCF_E_CALLER_GROUPS_QUEUES] = NUM("OPENCUFILE_CALLER_GROUPS_QUEUES", "", 1, 4, 2, TUNING,
 					   "queues of groups per GPU"),
 	[OCF_E_CALLER_GROUPS_NAP_US] = NUM_COMPUTED("OPENCUFILE_CALLER_GROUPS_NAP_US", "us", 0, 1000,
-						    "adaptive", 0, TUNING,
+						    "adaptive", TUNING,
 						    "a group member's nap before it polls for its copy (0: no nap)"),
-	[OCF_E_CALLER_GROUPS_NAP_EARLY] = NUM("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", "%", 1, 90, 25, 0, TUNING,
+	[OCF_E_CALLER_GROUPS_NAP_EARLY] = NUM("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", "%", 1, 90, 25, TUNING,
 					      "the share of members the adaptive nap lets wake before their copy is "
 					      "done"),
 	[OCF_E_ASYNC_THREADS] = NUM_COMPUTED("OPENCUFILE_ASYNC_THREADS", "", 1, 256,
-					     "the CPU budget within [2, 16], at most execution.max_io_queue_depth", 0, TUNING,
-					     "threads of each executor (batch, stream)"),
+					     "the CPU budget within [2, 16], at most execution.max_io_queue_depth",
+					     TUNING, "threads of each executor (batch, stream)"),
 	[OCF_E_BATCH_SPINNERS] = NUM_COMPUTED("OPENCUFILE_BATCH_SPINNERS", "", 0, 256,
-					      "a quarter of the CPU budget, 1 to 4", 0, TUNING,
+					      "a quarter of the CPU budget, 1 to 4", TUNING,
 					      "batch executor threads kept polling after a small batch's operation"),
-	[OCF_E_BATCH_SPIN_US] = NUM("OPENCUFILE_BATCH_SPIN_US", "us", 0, 1000, 50, 0, TUNING,
+	[OCF_E_BATCH_SPIN_US] = NUM("OPENCUFILE_BATCH_SPIN_US", "us", 0, 1000, 50, TUNING,
 				    "... for this long (0: none kept awake)"),
-	[OCF_E_BATCH_WAIT_SPIN_US] = NUM("OPENCUFILE_BATCH_WAIT_SPIN_US", "us", 0, 1000, 100, 0, TUNING,
+	[OCF_E_BATCH_WAIT_SPIN_US] = NUM("OPENCUFILE_BATCH_WAIT_SPIN_US", "us", 0, 1000, 100, TUNING,
 					 "cuFileBatchIOGetStatus polls this long before it sleeps (0: sleeps at once)"),
 	[OCF_E_BATCH_WORKERS] = NUM_COMPUTED("OPENCUFILE_BATCH_WORKERS", "", 1, 1u << 20,
-					     "the executor's threads", 0, TEST,
+					     "the executor's threads", TEST,
 					     "executor operations one batch submission is shared by, at most; tests"),
-	[OCF_E_BATCH_CANCEL_WAIT_MS] = NUM("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "ms", 0, 86400000, 10000, 0, USER,
+	[OCF_E_BATCH_CANCEL_WAIT_MS] = NUM("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "ms", 0, 86400000, 10000, USER,
 					   "how long cuFileBatchIOCancel waits for entries already running"),
 	[OCF_E_PROFILE] = TEXT("OPENCUFILE_PROFILE", NULL, USER,
 			       "CPU time per thread role, reported at cuFileDriverClose: 1 or on (to stderr), 0 or "
@@ -1250,32 +1271,17 @@ enum ocf_cfg_source config_env_parse(enum ocf_env e, uint64_t *v, const char **t
 	return OCF_SRC_DEFAULT;
 }
 
-/* OCF_ENV_ONCE rows: 0 not read yet, else 1 + the source; then the value.
- * Threads may race on the first read: each stores the same. */
-static _Atomic unsigned char once_state[OCF_E_COUNT];
-static _Atomic uint64_t once_value[OCF_E_COUNT];
+/* Whether row e's refused or clamped value was logged (config_env). */
 static atomic_bool warned[OCF_E_COUNT];
 
 static enum ocf_cfg_source env_read(enum ocf_env e, uint64_t *v)
 {
 	const struct ocf_env_info *r = &env_rows[e];
-	bool once = r->flags & OCF_ENV_ONCE;
-	if (once) {
-		unsigned st = atomic_load_explicit(&once_state[e], memory_order_acquire);
-		if (st) {
-			*v = atomic_load_explicit(&once_value[e], memory_order_relaxed);
-			return (enum ocf_cfg_source)(st - 1);
-		}
-	}
 	char why[240];
 	const char *text;
 	enum ocf_cfg_source src = config_env_parse(e, v, &text, why, sizeof(why));
 	if (why[0] && !atomic_exchange_explicit(&warned[e], true, memory_order_relaxed))
 		log_warn("environment %s=\"%.60s\": %s", r->var, text, why);
-	if (once) {
-		atomic_store_explicit(&once_value[e], *v, memory_order_relaxed);
-		atomic_store_explicit(&once_state[e], (unsigned char)(src + 1), memory_order_release);
-	}
 	return src;
 }
 
@@ -1302,6 +1308,96 @@ const char *config_env_text(enum ocf_env e)
 	const struct ocf_env_info *r = &env_rows[e];
 	const char *s = r->reader ? NULL : env_get(r->var);
 	return s && *s ? s : r->def_text;
+}
+
+/* ------------------------------------------------------ tuning values */
+
+struct tune_ctx {
+	bool from_env; /* the environment's values; else the rows' defaults */
+	struct ocf_cfg_diags *diags;
+};
+
+/* Row e's value for ocf_tuning (config_env_parse's, with its message in
+ * diags); *given: the variable gives it.  Only rows of tier tuning are
+ * resolved here: another row in the resolver is a bug of the table, which
+ * any open finds. */
+static uint64_t tune(const struct tune_ctx *c, enum ocf_env e, bool *given)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	if (r->tier != OCF_TIER_TUNING)
+		abort();
+	uint64_t v = r->def;
+	enum ocf_cfg_source src = OCF_SRC_DEFAULT;
+	if (c->from_env) {
+		char why[240];
+		const char *text;
+		src = config_env_parse(e, &v, &text, why, sizeof(why));
+		if (why[0])
+			diag(c->diags, OCF_LOG_WARN, "environment %s=\"%.60s\": %s", r->var, text, why);
+	}
+	if (given)
+		*given = src == OCF_SRC_ENV;
+	return v;
+}
+
+/* Numbers fit an int: no tuning row's range passes 2^20. */
+static int tune_int(const struct tune_ctx *c, enum ocf_env e) { return (int)tune(c, e, NULL); }
+static bool tune_on(const struct tune_ctx *c, enum ocf_env e) { return tune(c, e, NULL) != 0; }
+static size_t tune_kib(const struct tune_ctx *c, enum ocf_env e) { return (size_t)tune(c, e, NULL) * 1024; }
+static uint64_t tune_us(const struct tune_ctx *c, enum ocf_env e) { return tune(c, e, NULL) * 1000u; }
+/* A row whose default its reader computes: the value, or -1. */
+static int tune_given(const struct tune_ctx *c, enum ocf_env e)
+{
+	bool given;
+	uint64_t v = tune(c, e, &given);
+	return given ? (int)v : -1;
+}
+
+static void resolve_tuning(struct ocf_tuning *t, bool from_env, struct ocf_cfg_diags *diags)
+{
+	const struct tune_ctx c = {from_env, diags};
+	memset(t, 0, sizeof(*t));
+	t->io_threads = tune_given(&c, OCF_E_IO_THREADS);
+	t->parallel = tune_given(&c, OCF_E_PARALLEL);
+	t->alone_chunk_bytes = tune_kib(&c, OCF_E_ALONE_CHUNK_KB);
+	struct ocf_stripe_tuning *st = &t->stripe;
+	st->min_bytes = tune_kib(&c, OCF_E_STRIPE_MIN_KB);
+	st->max_bytes = tune_kib(&c, OCF_E_STRIPE_MAX_KB);
+	st->piece = tune_kib(&c, OCF_E_PIECE_KB);
+	st->stripe = OCF_MAX(tune_kib(&c, OCF_E_STRIPE_KB), st->piece);
+	st->participants = tune_int(&c, OCF_E_STRIPE_PARTICIPANTS);
+	st->flush = tune_on(&c, OCF_E_STRIPE_FLUSH);
+	st->spin_ns = tune_us(&c, OCF_E_STRIPE_SPIN_US);
+	st->spin_below_bytes = tune_kib(&c, OCF_E_STRIPE_SPIN_BELOW_KB);
+	st->spinners = tune_int(&c, OCF_E_STRIPE_SPINNERS);
+	st->callers = tune_int(&c, OCF_E_STRIPE_CALLERS);
+	t->io_backend = tune_int(&c, OCF_E_IO_BACKEND);
+	t->buffered_direct = tune_on(&c, OCF_E_BUFFERED_DIRECT);
+	t->flush_staged = tune_int(&c, OCF_E_FLUSH_STAGED);
+	t->flush_busy = tune_int(&c, OCF_E_FLUSH_BUSY);
+	t->flush_max_bytes = tune_kib(&c, OCF_E_FLUSH_MAX_KB);
+	t->mapped_reads = tune_int(&c, OCF_E_MAPPED_READS);
+	t->mapped_bulk = tune_on(&c, OCF_E_MAPPED_BULK);
+	t->mapped_writes = tune_on(&c, OCF_E_MAPPED_WRITES);
+	t->mapped_direct_quiet_ns = tune(&c, OCF_E_MAPPED_DIRECT_QUIET_MS, NULL) * 1000000u;
+	t->readahead_fillers = tune_int(&c, OCF_E_READAHEAD_FILLERS);
+	t->readahead_host_fillers = tune_int(&c, OCF_E_READAHEAD_HOST_FILLERS);
+	t->host_share_active_ms = tune(&c, OCF_E_HOST_SHARE_ACTIVE_MS, NULL);
+	t->prewarm = tune_on(&c, OCF_E_PREWARM);
+	t->event_wait = tune_int(&c, OCF_E_EVENT_WAIT);
+	t->event_nap_ns = tune_us(&c, OCF_E_EVENT_NAP_US);
+	t->grouped_copies = tune_on(&c, OCF_E_GROUPED_COPIES);
+	t->caller_groups = tune_on(&c, OCF_E_CALLER_GROUPS);
+	t->caller_groups_busy = tune_int(&c, OCF_E_CALLER_GROUPS_BUSY);
+	t->caller_groups_gather_ns = tune_us(&c, OCF_E_CALLER_GROUPS_GATHER_US);
+	t->caller_groups_queues = tune_int(&c, OCF_E_CALLER_GROUPS_QUEUES);
+	int nap_us = tune_given(&c, OCF_E_CALLER_GROUPS_NAP_US);
+	t->caller_groups_nap_ns = nap_us < 0 ? -1 : (int64_t)nap_us * 1000;
+	t->caller_groups_nap_early = tune_int(&c, OCF_E_CALLER_GROUPS_NAP_EARLY);
+	t->async_threads = tune_given(&c, OCF_E_ASYNC_THREADS);
+	t->batch_spinners = tune_given(&c, OCF_E_BATCH_SPINNERS);
+	t->batch_spin_ns = tune_us(&c, OCF_E_BATCH_SPIN_US);
+	t->batch_wait_spin_ns = tune_us(&c, OCF_E_BATCH_WAIT_SPIN_US);
 }
 
 void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
@@ -1336,6 +1432,8 @@ void config_env_note_refused(struct ocf_cfg_diags *diags)
 		uint64_t v;
 		const char *text;
 		char why[240];
+		if (env_rows[e].tier == OCF_TIER_TUNING)
+			continue; /* config_load says it */
 		config_env_parse((enum ocf_env)e, &v, &text, why, sizeof(why));
 		if (why[0])
 			diag(diags, OCF_LOG_WARN, "environment %s=\"%.60s\": %s", env_rows[e].var, text, why);
@@ -1377,8 +1475,9 @@ void config_env_note_not_user(struct ocf_cfg_diags *diags)
 		const struct ocf_env_info *r = &env_rows[e];
 		const char *s = r->tier == OCF_TIER_USER || r->reader ? NULL : env_get(r->var);
 		if (s && *s)
-			diag(diags, OCF_LOG_INFO, "environment %s=\"%.60s\": a %s setting (%s; docs/configuration.md, "
-			     "\"Tiers\"); in effect", r->var, s, config_tier_name(r->tier),
+			diag(diags, OCF_LOG_INFO,
+			     "environment %s=\"%.60s\": a %s setting (%s; docs/configuration.md, \"Tiers\"); in effect",
+			     r->var, s, config_tier_name(r->tier),
 			     r->tier == OCF_TIER_TUNING ? "a performance knob" : "a hook of the tests");
 	}
 }

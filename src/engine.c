@@ -279,9 +279,8 @@ static int configured_threads(void)
 	long n = OCF_MIN(budget, 16);
 	if (n < (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS))
 		n = OCF_MIN((long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS), budget);
-	uint64_t given;
-	if (config_env_given(OCF_E_IO_THREADS, &given))
-		n = (long)given;
+	if (ocf_cfg.tuning.io_threads >= 0)
+		n = ocf_cfg.tuning.io_threads;
 	if (n < 0)
 		n = 0;
 	if (n > 256)
@@ -315,9 +314,8 @@ static int pool_start(void)
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
 		 * OPENCUFILE_PARALLEL overrides the first (tests). */
 		parallel_max = (int)OCF_MIN(ocf_cpu_budget(), (long)nworkers + 1);
-		uint64_t given;
-		if (config_env_given(OCF_E_PARALLEL, &given))
-			parallel_max = (int)given;
+		if (ocf_cfg.tuning.parallel >= 0)
+			parallel_max = ocf_cfg.tuning.parallel;
 		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM)
 				  ? (int)OCF_MIN(OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM), 256)
 				  : nworkers + 1;
@@ -978,12 +976,12 @@ static void plan_request(const struct ocf_io *io, bool write, int others, struct
 	 * request from a pool gain (2 x 4 MiB at random 14.0 -> 23.8 GB/s,
 	 * 16 MiB reads as 4 x 4 MiB pieces 18-22 -> 22-25).  A request that
 	 * does not fit the striped path then runs alone. */
-	bool stripe_others = others == 0 || (others < stripe_config()->callers &&
+	bool stripe_others = others == 0 || (others < ocf_cfg.tuning.stripe.callers &&
 					     !__atomic_load_n(&io->h->ra_windows, __ATOMIC_RELAXED));
 	if (may_split && stripe_others && stripe_wanted(io, write, 1)) {
 		int free_now = pool_start();
 		free_now = OCF_MIN(free_now, OCF_MAX(parallel_max - others - 1, 0));
-		int helpers = OCF_MIN(free_now, stripe_config()->participants - 1);
+		int helpers = OCF_MIN(free_now, ocf_cfg.tuning.stripe.participants - 1);
 		if (helpers > 0) {
 			if (stripe_shape(io, pool_chunk(p->pool), OCF_LANE_DEPTH, &p->stripes)) {
 				p->path = PATH_STRIPED;

@@ -15,26 +15,6 @@ struct ocf_io;
 struct ocf_job;
 struct ocf_lane;
 
-/* The striped path's sizes, read once (OPENCUFILE_STRIPE_MIN_KB,
- * OPENCUFILE_STRIPE_MAX_KB, OPENCUFILE_PIECE_KB, OPENCUFILE_STRIPE_KB,
- * OPENCUFILE_STRIPE_PARTICIPANTS; docs/configuration.md). */
-struct stripe_cfg {
-	size_t min_bytes, max_bytes; /* requests striped: min_bytes <= len <= max_bytes */
-	size_t piece;		     /* bytes one participant reads at a time */
-	size_t stripe;		     /* bytes copied to the GPU at once */
-	int participants;	     /* of one request, the caller included */
-	bool flush;		     /* write back each piece after reading it */
-	/* Helpers of a striped request below spin_below_bytes poll the
-	 * engine's queue for spin_ns after it (engine.c, worker_main), at
-	 * most spinners of them at once; such a request is cut into
-	 * spinners + 1 pieces. */
-	uint64_t spin_ns;
-	size_t spin_below_bytes;
-	int spinners;
-	int callers; /* striped while fewer callers than this are busy */
-};
-const struct stripe_cfg *stripe_config(void);
-
 /* Whether a request of this kind and size takes the striped path, given
  * the helpers it could have. */
 bool stripe_wanted(const struct ocf_io *io, bool write, int helpers);
@@ -44,7 +24,7 @@ bool stripe_wanted(const struct ocf_io *io, bool write, int helpers);
 struct stripe_shape {
 	size_t chunk, skew0, nchunks; /* the pieces */
 	size_t per_stripe, nstripes;
-	bool spin; /* short: its helpers stay awake after it (stripe_cfg) */
+	bool spin; /* short: its helpers stay awake after it (ocf_stripe_tuning) */
 };
 
 /* The request's shape; false when it does not fit the path (the request

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chunking.c's arithmetic over a grid of requests (compiled in, linked with
- * log.c for the environment, the file's alignment stubbed):
+ * config.c and log.c for the settings, loaded as a driver open loads them;
+ * the file's alignment stubbed):
  *  - every chunk size is a multiple of the alignment (at least 4 KiB) and at
  *    most one staging buffer;
  *  - a lone caller's device read without helpers (the default
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "chunking.h"
+#include "config.h"
 #include "handle.h"
 
 static size_t file_align;
@@ -190,6 +192,7 @@ int main(void)
 {
 	const char *env = getenv("OPENCUFILE_ALONE_CHUNK_KB");
 	alone = (env && *env ? strtoull(env, NULL, 10) : 256) * KIB;
+	config_load(&ocf_cfg, NULL); /* what cuFileDriverOpen does first */
 	grid();
 	large();
 	known_sizes();

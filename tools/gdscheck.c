@@ -554,9 +554,9 @@ static void print_env_table(void)
 			for (const char *const *w = ei->words; *w && o < (int)sizeof(range) - 1; w++)
 				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *w);
 		}
-		const char *reader = ei->reader		       ? ei->reader
-				     : ei->flags & OCF_ENV_ONCE ? "the library, once"
-								: "the library";
+		const char *reader = ei->reader ? ei->reader : "the library";
+		if (!ei->reader && ei->tier == OCF_TIER_TUNING)
+			reader = "the library, at open";
 		printf("| `%s` | %s | %s | %s | %s | %s | %s |\n", ei->var, config_tier_name(ei->tier), type,
 		       def, range, reader, ei->doc);
 	}
