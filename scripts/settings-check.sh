@@ -17,31 +17,53 @@
 #       named OPENCUFILE_* or CUFILE_* in a string of SRC or TOOLS (default:
 #       tools/), and every variable a file of TOOLS reads with getenv, is
 #       named in DOC.
+#   scripts/settings-check.sh report GDSCHECK [SRC] [TOOLS]
+#       every row of the table has a tier (user, tuning or test), every
+#       variable named OPENCUFILE_* or CUFILE_* in a string of SRC or TOOLS
+#       is a row (so it has one), and gdscheck's default report (run in
+#       this environment) shows every setting of tier user - each key of
+#       that tier, its variable, and each such variable that is no key's -
+#       on a line of its own with its value and source, and says where the
+#       rest are listed (gdscheck -k).
 #
 # GDSCHECK is the built tools/gdscheck, which compiles config.c in and
 # prints the table (-k).  Exit status 0 when the check holds; 1, with one
 # line per finding, when it does not; 2 on a usage error.  Run by ctest
 # (test_settings_*), each with a second entry that shows the check fails on
-# a variable outside the table or undocumented (tests/data/settings_check).
+# a variable outside the table, undocumented, without a tier or missing from
+# the report (tests/data/settings_check).
 
 set -u
 root=$(dirname "$0")/..
 mode=${1:-}
 gdscheck=${2:-}
-if [ -z "$gdscheck" ] || [ ! -x "$gdscheck" ] || { [ "$mode" != table ] && [ "$mode" != docs ]; }; then
-	echo "usage: settings-check.sh table|docs GDSCHECK [...]" >&2
+case $mode in table | docs | report) ;; *) mode= ;; esac
+if [ -z "$gdscheck" ] || [ ! -x "$gdscheck" ] || [ -z "$mode" ]; then
+	echo "usage: settings-check.sh table|docs|report GDSCHECK [...]" >&2
 	exit 2
 fi
 shift 2
 
-# The variables of the table, one a line: the key table's environment
-# column and the environment table's first.
-table_variables() {
+# The settings of the table, one "NAME TIER" a line: each key (its path),
+# the key's variable, and each variable that is no key's.  Columns: key,
+# tier, type, default, range, refused, environment, what it drives; and
+# variable, tier, type, default, range, read by, what it does.
+table_rows() {
 	"$gdscheck" -k | awk -F'|' '
 		/^\| key \|/ { mode = "key"; next }
 		/^\| variable \|/ { mode = "env"; next }
 		/^\| ---/ { next }
-		/^\| / { v = mode == "key" ? $7 : $2; gsub(/[ `]/, "", v); if (v != "") print v }'
+		/^\| / {
+			n = $2; t = $3; gsub(/[ `]/, "", n); gsub(/ /, "", t)
+			if (t == "") t = "-"
+			print n, t
+			if (mode == "key") { v = $8; gsub(/[ `]/, "", v); if (v != "") print v, t }
+		}'
+}
+
+# The variables of the table, one a line.
+table_variables() {
+	table_rows | awk '$1 !~ /[.:]/ { print $1 }'
 }
 
 # The variables named in the C strings of the files given (escaped quotes
@@ -60,7 +82,33 @@ if [ ! -s "$tmp/table" ]; then
 	exit 2
 fi
 
-if [ "$mode" = table ]; then
+if [ "$mode" = report ]; then
+	src=${1:-$root/src}
+	tools=${2:-$root/tools}
+	table_rows >"$tmp/rows"
+	awk '$2 != "user" && $2 != "tuning" && $2 != "test" { print $1 ": no tier (user, tuning or test) in the settings table" }' \
+		"$tmp/rows" >"$tmp/found"
+	named_in_strings "$src"/*.c "$src"/*.h "$tools"/*.c "$tools"/*.h >"$tmp/named"
+	for v in $(comm -23 "$tmp/named" "$tmp/table"); do
+		echo "$v: named in $src or $tools but not a row of the settings table, so it has no tier" >>"$tmp/found"
+	done
+	"$gdscheck" >"$tmp/report" 2>&1
+	awk '$2 == "user" { print $1 }' "$tmp/rows" | sort -u | while IFS= read -r name; do
+		# Two spaces, the name, then a value and a source.
+		if ! awk -v n="$name" 'substr($0, 1, length(n) + 3) == "  " n " " && NF >= 3 { f = 1 } END { exit !f }' \
+			"$tmp/report"; then
+			echo "$name: a setting of tier user that gdscheck's default report does not show with its value and source"
+		fi
+	done >>"$tmp/found"
+	if ! grep -q 'gdscheck -k' "$tmp/report"; then
+		echo "gdscheck's default report does not say where the settings it leaves out are listed (gdscheck -k)" \
+			>>"$tmp/found"
+	fi
+	if [ -s "$tmp/found" ]; then
+		cat "$tmp/found"
+		found=1
+	fi
+elif [ "$mode" = table ]; then
 	src=${1:-$root/src}
 	named_in_strings "$src"/*.c "$src"/*.h >"$tmp/named"
 	for v in $(comm -23 "$tmp/named" "$tmp/table"); do

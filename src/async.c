@@ -230,9 +230,8 @@ static int wanted_threads(void)
 	n = OCF_MIN(n, 16);
 	if (n > (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH))
 		n = (long)OCF_EFF(OCF_K_EXEC_MAX_IO_QUEUE_DEPTH);
-	uint64_t given;
-	if (config_env_given(OCF_E_ASYNC_THREADS, &given))
-		n = (long)given;
+	if (ocf_cfg.tuning.async_threads >= 0)
+		n = ocf_cfg.tuning.async_threads;
 	return (int)OCF_MIN(OCF_MAX(n, 1), 256);
 }
 
@@ -244,11 +243,10 @@ static void spin_config(struct async_exec *ex, int nthreads)
 	if (!ex->cuda)
 		return;
 	long cap = OCF_MIN(OCF_MAX(ocf_cpu_budget() / 4, 1), 4);
-	uint64_t given;
-	if (config_env_given(OCF_E_BATCH_SPINNERS, &given))
-		cap = (long)given;
+	if (ocf_cfg.tuning.batch_spinners >= 0)
+		cap = ocf_cfg.tuning.batch_spinners;
 	ex->spin_cap = (int)OCF_MIN(cap, (long)nthreads);
-	ex->spin_ns = config_env(OCF_E_BATCH_SPIN_US) * 1000;
+	ex->spin_ns = ocf_cfg.tuning.batch_spin_ns;
 	if (ex->spin_cap <= 0)
 		ex->spin_ns = 0;
 }

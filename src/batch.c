@@ -430,7 +430,7 @@ int batch_setup(unsigned nr, CUfileBatchHandle_t *out)
 	}
 	b->nfree = nr;
 	b->wake_at = UINT_MAX;
-	b->wait_spin_ns = config_env(OCF_E_BATCH_WAIT_SPIN_US) * 1000;
+	b->wait_spin_ns = ocf_cfg.tuning.batch_wait_spin_ns;
 
 	pthread_mutex_lock(&table_lock);
 	size_t idx = nslots;

@@ -34,10 +34,33 @@
  * caller afterwards; gdscheck prints them.
  *
  * The variables that are no key's are the rows of a second table,
- * env_rows[] {variable, type, unit, range, default, doc} (config.h), read
- * through config_env*() when their reader asks and parsed by the same
- * number and switch parsers as the keys' variables.  This file is the
- * library's only reader of the environment (env_get).
+ * env_rows[] {variable, type, unit, range, default, tier, doc} (config.h),
+ * parsed by the same number and switch parsers as the keys' variables.
+ * This file is the library's only reader of the environment (env_get).
+ *
+ * Tiers.  Every row of both tables has a tier (enum ocf_tier): user (a
+ * setting a user of the library may set: every key, and the variables that
+ * name files, bound the waits of calls, cap the CPUs or switch read-ahead),
+ * tuning (a performance knob whose default was measured) or test (a hook
+ * of the tests and the measurement scripts).  gdscheck's report shows every
+ * user setting with its value and source and the others only where set;
+ * at each open the log names the tuning and test variables set (INFO).
+ *
+ * When values change.  config_load resolves the rows of tier tuning into
+ * cfg->tuning (resolve_tuning), in the units their readers work in; at
+ * driver open that is ocf_cfg.tuning, which the subsystems read instead of
+ * the environment or copies of their own.  The open writes ocf_cfg under
+ * the driver's state lock with no call in flight and no thread of the
+ * library running: the close before waited for every call and joined every
+ * thread the library starts (the engine's workers, which are also the
+ * stripe helpers and the read-ahead fillers; the executors; the tickers).
+ * So every tier may change at a reopen and takes effect there, and no
+ * thread sees a tuning value change under a request: within one open the
+ * values are constant.  The other rows are read through config_env*() when
+ * their reader asks (a subsystem as it starts after the open, or a call);
+ * while the driver is open only keys change, by the property setters, one
+ * aligned word each.  OPENCUFILE_LIBCUDA alone holds for the process's
+ * life: the CUDA driver is loaded once.
  *
  * This file depends on nothing of the library but log.c (its level
  * numbers, and the writer a refused variable is logged with), so gdscheck
@@ -74,198 +97,236 @@ static const char *const lb_choices[] = {"RoundRobin", "RoundRobinMaxMin", NULL}
 
 #define NOTHING_HERE "accepted and reported; drives nothing here (no nvidia-fs/RDMA)"
 
+/* The tier column of both tables (config.h, enum ocf_tier).  Every key is
+ * a user's: cufile.json is the format users write. */
+#define USER OCF_TIER_USER
+#define TUNING OCF_TIER_TUNING
+#define TEST OCF_TIER_TEST
+
+const char *config_tier_name(enum ocf_tier t)
+{
+	switch (t) {
+	case OCF_TIER_USER: return "user";
+	case OCF_TIER_TUNING: return "tuning";
+	case OCF_TIER_TEST: return "test";
+	}
+	return "?";
+}
+
 static const struct ocf_cfg_key_info keys[OCF_K_COUNT] = {
 	[OCF_K_LOGGING_DIR] = {"logging.dir", OCF_CFG_STRING, "\"\"", 0, 0, F(logging_dir), NULL, NULL,
-			       "directory of cufile.log (empty, or not a directory: the working directory)"},
+			       "directory of cufile.log (empty, or not a directory: the working directory)",
+			       USER},
 	[OCF_K_LOGGING_LEVEL] = {"logging.level", OCF_CFG_STRING, "\"ERROR\"", 0, 0, F(logging_level),
-				 level_choices, "CUFILE_LOGGING_LEVEL", "log level"},
+				 level_choices, "CUFILE_LOGGING_LEVEL", "log level", USER},
 	[OCF_K_LOGFILE_PATH] = {"env:CUFILE_LOGFILE_PATH", OCF_CFG_STRING, "\"\"", 0, 0, F(logfile_path), NULL,
-				"CUFILE_LOGFILE_PATH", "log file path (overrides logging.dir)"},
+				"CUFILE_LOGFILE_PATH", "log file path (overrides logging.dir)", USER},
 	[OCF_K_PROFILE_NVTX] = {"profile.nvtx", OCF_CFG_BOOL, "false", 0, 0, F(nvtx), NULL, NULL,
-				"accepted and reported; no NVTX ranges are emitted"},
+				"accepted and reported; no NVTX ranges are emitted", USER},
 	[OCF_K_PROFILE_CUFILE_STATS] = {"profile.cufile_stats", OCF_CFG_SIZE, "0", 0, 3, F(cufile_stats), NULL,
 					"OPENCUFILE_STATS_LEVEL",
-					"statistics level at open; above 0 the snapshot is published for gds_stats"},
+					"statistics level at open; above 0 the snapshot is published for gds_stats",
+					USER},
 	[OCF_K_PROFILE_CPU] = {"profile.cpu_profile", OCF_CFG_BOOL, "false", 0, 0, F(cpu_profile), NULL, NULL,
 			       "CPU time per thread role, printed at cuFileDriverClose (OPENCUFILE_PROFILE: on, off "
-			       "or a file for the report)"},
+			       "or a file for the report)", USER},
 	[OCF_K_EXEC_MAX_IO_QUEUE_DEPTH] = {"execution.max_io_queue_depth", OCF_CFG_SIZE, "128", 1, 256,
 					   F(max_io_queue_depth), NULL, NULL,
-					   "io_uring reads one engine thread keeps in flight (at most its 3 staging buffers)"},
+					   "io_uring reads one engine thread keeps in flight (at most its 3 staging buffers)",
+					   USER},
 	[OCF_K_EXEC_MAX_IO_THREADS] = {"execution.max_io_threads", OCF_CFG_SIZE, "4", 0, 32, F(max_io_threads),
 				       NULL, NULL,
 				       "engine worker threads, at least, within the CPU budget (the default is one per CPU "
-				       "of the budget, up to 16)"},
+				       "of the budget, up to 16)", USER},
 	[OCF_K_EXEC_PARALLEL_IO] = {"execution.parallel_io", OCF_CFG_BOOL, "true", 0, 0, F(parallel_io), NULL,
-				    NULL, "false: requests are never split across worker threads"},
+				    NULL, "false: requests are never split across worker threads", USER},
 	[OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB] = {"execution.min_io_threshold_size_kb", OCF_CFG_SIZE, "8192", 4,
 						 4294967295u, F(min_io_threshold_size_kb), NULL, NULL,
-						 "requests larger than this are split across worker threads"},
+						 "requests larger than this are split across worker threads",
+						 USER},
 	[OCF_K_EXEC_MAX_REQUEST_PARALLELISM] = {"execution.max_request_parallelism", OCF_CFG_SIZE, "4", 0, 8,
 						F(max_request_parallelism), NULL, NULL,
 						"parallel parts of a request above min_io_threshold_size_kb, at most (a larger "
 						"request: one per 2 MiB; 0: no bound); the striped path of 1-8 MiB device "
-						"reads has its own bound (OPENCUFILE_STRIPE_PARTICIPANTS)"},
+						"reads has its own bound (OPENCUFILE_STRIPE_PARTICIPANTS)",
+						USER},
 	[OCF_K_EXEC_WAIT_WATCHDOG_S] = {"execution.wait_watchdog_s", OCF_CFG_SIZE, "30", 0, 86400,
 					F(wait_watchdog_s), NULL, "OPENCUFILE_WAIT_WATCHDOG_S",
 					"an I/O, batch or stream operation waiting longer than this many seconds "
-					"logs one ERROR line saying what it waits for (0: never)"},
+					"logs one ERROR line saying what it waits for (0: never)", USER},
 	[OCF_K_MAX_DIRECT_IO_SIZE_KB] = {"properties.max_direct_io_size_kb", OCF_CFG_SIZE, "16384", 64,
 					 16384, F(max_direct_io_size_kb), NULL, NULL,
-					 "largest staged chunk (the engine uses at most 4 MiB)"},
+					 "largest staged chunk (the engine uses at most 4 MiB)", USER},
 	[OCF_K_MAX_DEVICE_CACHE_SIZE_KB] = {"properties.max_device_cache_size_kb", OCF_CFG_SIZE, "131072", 0,
 					    268435456, F(max_device_cache_size_kb), NULL, NULL,
-					    "reported in the driver properties (no GPU-side cache here)"},
+					    "reported in the driver properties (no GPU-side cache here)",
+					    USER},
 	[OCF_K_PER_BUFFER_CACHE_SIZE_KB] = {"properties.per_buffer_cache_size_kb", OCF_CFG_SIZE, "1024", 64,
 					    16384, F(per_buffer_cache_size_kb), NULL, NULL,
-					    "reported in the driver properties (staging chunks are 4 MiB)"},
+					    "reported in the driver properties (staging chunks are 4 MiB)",
+					    USER},
 	[OCF_K_MAX_DEVICE_PINNED_MEM_SIZE_KB] = {"properties.max_device_pinned_mem_size_kb", OCF_CFG_SIZE,
 						 "33554432", 64, 268435456, F(max_device_pinned_mem_size_kb), NULL,
-						 NULL, "reported in the driver properties (GPU memory is never pinned)"},
+						 NULL, "reported in the driver properties (GPU memory is never pinned)",
+						 USER},
 	[OCF_K_POSIX_POOL_SLAB_SIZE_KB] = {"properties.posix_pool_slab_size_kb", OCF_CFG_SIZE_ARRAY,
 					   "[4, 1024, 16384]", 4, (uint64_t)1 << 20, F(posix_pool_slab_size_kb),
-					   NULL, NULL, "with the counts, bounds the pinned staging memory per GPU"},
+					   NULL, NULL, "with the counts, bounds the pinned staging memory per GPU",
+					   USER},
 	[OCF_K_POSIX_POOL_SLAB_COUNT] = {"properties.posix_pool_slab_count", OCF_CFG_SIZE_ARRAY, "[128, 64, 64]",
 					 1, (uint64_t)1 << 20, F(posix_pool_slab_count), NULL, NULL,
-					 "with the sizes, bounds the pinned staging memory per GPU"},
+					 "with the sizes, bounds the pinned staging memory per GPU", USER},
 	[OCF_K_USE_POLL_MODE] = {"properties.use_poll_mode", OCF_CFG_BOOL, "false", 0, 0, F(use_poll_mode), NULL,
-				 NULL, "reported in the driver properties (all I/O is synchronous)"},
+				 NULL, "reported in the driver properties (all I/O is synchronous)", USER},
 	[OCF_K_POLL_MODE_MAX_SIZE_KB] = {"properties.poll_mode_max_size_kb", OCF_CFG_SIZE, "4", 4,
 					 18014398509481980ull, F(poll_threshold_size_kb), NULL, NULL,
-					 "reported in the driver properties"},
+					 "reported in the driver properties", USER},
 	[OCF_K_USE_PCI_P2PDMA] = {"properties.use_pci_p2pdma", OCF_CFG_BOOL, "false", 0, 0, F(use_pci_p2pdma),
-				  NULL, NULL, "accepted and reported; no P2PDMA data path here"},
+				  NULL, NULL, "accepted and reported; no P2PDMA data path here", USER},
 	[OCF_K_ALLOW_COMPAT_MODE] = {"properties.allow_compat_mode", OCF_CFG_BOOL, "true", 0, 0,
 				     F(allow_compat_mode), NULL, "CUFILE_ALLOW_COMPAT_MODE",
-				     "reported in the driver properties; the POSIX path is the only one here"},
+				     "reported in the driver properties; the POSIX path is the only one here",
+				     USER},
 	[OCF_K_FORCE_COMPAT_MODE] = {"properties.force_compat_mode", OCF_CFG_BOOL, "false", 0, 0,
 				     F(force_compat_mode), NULL, "CUFILE_FORCE_COMPAT_MODE",
-				     "accepted and reported; the POSIX path is the only one here"},
+				     "accepted and reported; the POSIX path is the only one here", USER},
 	[OCF_K_GDS_RDMA_WRITE_SUPPORT] = {"properties.gds_rdma_write_support", OCF_CFG_BOOL, "true", 0, 0,
-					  F(gds_rdma_write_support), NULL, NULL, NOTHING_HERE},
+					  F(gds_rdma_write_support), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_IO_BATCHSIZE] = {"properties.io_batchsize", OCF_CFG_SIZE, "128", 1, 256, F(io_batchsize), NULL,
-				NULL, "largest batch (driver properties max_batch_io_size)"},
+				NULL, "largest batch (driver properties max_batch_io_size)", USER},
 	[OCF_K_IO_PRIORITY] = {"properties.io_priority", OCF_CFG_STRING, "\"default\"", 0, 0, F(io_priority),
-			       priority_choices, NULL, "accepted and reported; copies use default priority"},
+			       priority_choices, NULL, "accepted and reported; copies use default priority",
+			       USER},
 	[OCF_K_RDMA_DEV_ADDR_LIST] = {"properties.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
-				      F(rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+				      F(rdma_dev_addr_list), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_RDMA_LOAD_BALANCING_POLICY] = {"properties.rdma_load_balancing_policy", OCF_CFG_STRING,
 					      "\"RoundRobin\"", 0, 0, F(rdma_load_balancing_policy), lb_choices,
-					      NULL, NOTHING_HERE},
+					      NULL, NOTHING_HERE, USER},
 	[OCF_K_RDMA_DC_KEY] = {"properties.rdma_dc_key", OCF_CFG_STRING, "\"\"", 0, 0, F(rdma_dc_key), NULL, NULL,
-			       NOTHING_HERE},
+			       NOTHING_HERE, USER},
 	[OCF_K_RDMA_ACCESS_MASK] = {"properties.rdma_access_mask", OCF_CFG_STRING, "\"0x1f\"", 0, 0,
-				    F(rdma_access_mask), NULL, NULL, NOTHING_HERE},
+				    F(rdma_access_mask), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_RDMA_DYNAMIC_ROUTING] = {"properties.rdma_dynamic_routing", OCF_CFG_BOOL, "false", 0, 0,
-					F(rdma_dynamic_routing), NULL, NULL, NOTHING_HERE},
+					F(rdma_dynamic_routing), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_RDMA_DYNAMIC_ROUTING_ORDER] = {"properties.rdma_dynamic_routing_order", OCF_CFG_STRING_ARRAY,
 					      "[\"GPU_MEM_NVLINKS\", \"GPU_MEM\", \"SYS_MEM\", \"P2P\"]", 0, 0,
-					      F(rdma_dynamic_routing_order), NULL, NULL, NOTHING_HERE},
+					      F(rdma_dynamic_routing_order), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_MAX_BATCH_IO_SIZE] = {"properties.max_batch_io_size", OCF_CFG_SIZE, "128", 1, 4096,
 				     F(max_batch_io_size), NULL, NULL,
-				     "accepted and reported; properties.io_batchsize is the batch limit"},
+				     "accepted and reported; properties.io_batchsize is the batch limit",
+				     USER},
 	[OCF_K_MAX_BATCH_IO_TIMEOUT_MSECS] = {"properties.max_batch_io_timeout_msecs", OCF_CFG_SIZE, "5", 1,
 					      1000, F(batch_io_timeout_ms), NULL, NULL,
-					      "reported in the driver properties"},
+					      "reported in the driver properties", USER},
 	[OCF_K_PREFER_IOURING] = {"properties.prefer_iouring", OCF_CFG_BOOL, "false", 0, 0, F(prefer_iouring), NULL,
-				  NULL, "true: staged buffered transfers also go through io_uring (default: only direct I/O); OPENCUFILE_IO_BACKEND, when set, wins"},
+				  NULL, "true: staged buffered transfers also go through io_uring (default: only direct I/O); OPENCUFILE_IO_BACKEND, when set, wins",
+				  USER},
 	[OCF_K_FORCE_ODIRECT_MODE] = {"properties.force_odirect_mode", OCF_CFG_BOOL, "false", 0, 0,
 				      F(force_odirect_mode), NULL, NULL,
-				      "accepted and reported; the caller's open flags decide O_DIRECT"},
+				      "accepted and reported; the caller's open flags decide O_DIRECT", USER},
 	[OCF_K_ALLOW_SYSTEM_MEMORY] = {"properties.allow_system_memory", OCF_CFG_BOOL, "true", 0, 0,
 				       F(allow_system_memory), NULL, NULL,
-				       "accepted and reported; host memory is always accepted"},
+				       "accepted and reported; host memory is always accepted", USER},
 	[OCF_K_SKIP_TOPOLOGY_DETECTION] = {"properties.skip_topology_detection", OCF_CFG_BOOL, "false", 0, 0,
 					   F(skip_topology_detection), NULL, NULL,
-					   "accepted and reported; no topology is detected"},
+					   "accepted and reported; no topology is detected", USER},
 	[OCF_K_STREAM_MEMOPS_BYPASS] = {"properties.stream_memops_bypass", OCF_CFG_BOOL, "false", 0, 0,
-					F(stream_memops_bypass), NULL, NULL, "accepted and reported"},
+					F(stream_memops_bypass), NULL, NULL, "accepted and reported", USER},
 	[OCF_K_FS_GENERIC_POSIX_UNALIGNED_WRITES] = {"fs.generic.posix_unaligned_writes", OCF_CFG_BOOL, "false",
 						     0, 0, F(posix_unaligned_writes), NULL, NULL,
 						     "accepted and reported; unaligned pieces always go through "
-						     "a buffered descriptor"},
+						     "a buffered descriptor", USER},
 	[OCF_K_FS_BEEGFS_POSIX_GDS_MIN_KB] = {"fs.beegfs.posix_gds_min_kb", OCF_CFG_SIZE, "0", 0, KB_MAX,
-					      F(beegfs_posix_gds_min_kb), NULL, NULL, NOTHING_HERE},
+					      F(beegfs_posix_gds_min_kb), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_BEEGFS_RDMA_DEV_ADDR_LIST] = {"fs.beegfs.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
-						F(beegfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+						F(beegfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_BEEGFS_MOUNT_TABLE] = {"fs.beegfs.mount_table", OCF_CFG_OBJECT, "{}", 0, 0,
-					 F(beegfs_mount_table), NULL, NULL, NOTHING_HERE},
+					 F(beegfs_mount_table), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_LUSTRE_POSIX_GDS_MIN_KB] = {"fs.lustre.posix_gds_min_kb", OCF_CFG_SIZE, "0", 0, KB_MAX,
-					      F(lustre_posix_gds_min_kb), NULL, NULL, NOTHING_HERE},
+					      F(lustre_posix_gds_min_kb), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_LUSTRE_RDMA_DEV_ADDR_LIST] = {"fs.lustre.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
-						F(lustre_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+						F(lustre_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_LUSTRE_MOUNT_TABLE] = {"fs.lustre.mount_table", OCF_CFG_OBJECT, "{}", 0, 0,
-					 F(lustre_mount_table), NULL, NULL, NOTHING_HERE},
+					 F(lustre_mount_table), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_NFS_RDMA_DEV_ADDR_LIST] = {"fs.nfs.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
-					     F(nfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+					     F(nfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_NFS_MOUNT_TABLE] = {"fs.nfs.mount_table", OCF_CFG_OBJECT, "{}", 0, 0, F(nfs_mount_table), NULL,
-				      NULL, NOTHING_HERE},
+				      NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_GPFS_GDS_WRITE_SUPPORT] = {"fs.gpfs.gds_write_support", OCF_CFG_BOOL, "false", 0, 0,
-					     F(gpfs_gds_write_support), NULL, NULL, NOTHING_HERE},
+					     F(gpfs_gds_write_support), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_GPFS_GDS_ASYNC_SUPPORT] = {"fs.gpfs.gds_async_support", OCF_CFG_BOOL, "true", 0, 0,
-					     F(gpfs_gds_async_support), NULL, NULL, NOTHING_HERE},
+					     F(gpfs_gds_async_support), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_GPFS_RDMA_DEV_ADDR_LIST] = {"fs.gpfs.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
-					      F(gpfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+					      F(gpfs_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_GPFS_MOUNT_TABLE] = {"fs.gpfs.mount_table", OCF_CFG_OBJECT, "{}", 0, 0, F(gpfs_mount_table),
-				       NULL, NULL, NOTHING_HERE},
+				       NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_WEKA_RDMA_WRITE_SUPPORT] = {"fs.weka.rdma_write_support", OCF_CFG_BOOL, "false", 0, 0,
-					      F(weka_rdma_write_support), NULL, NULL, NOTHING_HERE},
+					      F(weka_rdma_write_support), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_WEKA_RDMA_DEV_ADDR_LIST] = {"fs.weka.rdma_dev_addr_list", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
-					      F(weka_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE},
+					      F(weka_rdma_dev_addr_list), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_FS_WEKA_MOUNT_TABLE] = {"fs.weka.mount_table", OCF_CFG_OBJECT, "{}", 0, 0, F(weka_mount_table),
-				       NULL, NULL, NOTHING_HERE},
+				       NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_DENYLIST_DRIVERS] = {"denylist.drivers", OCF_CFG_STRING_ARRAY, "[]", 0, 0, F(denylist_drivers),
-				    NULL, NULL, NOTHING_HERE},
+				    NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_DENYLIST_DEVICES] = {"denylist.devices", OCF_CFG_STRING_ARRAY, "[]", 0, 0, F(denylist_devices),
-				    NULL, NULL, "accepted and reported; every device takes the POSIX path"},
+				    NULL, NULL, "accepted and reported; every device takes the POSIX path",
+				    USER},
 	[OCF_K_DENYLIST_MOUNTS] = {"denylist.mounts", OCF_CFG_STRING_ARRAY, "[]", 0, 0, F(denylist_mounts), NULL,
-				   NULL, "accepted and reported; every mount takes the POSIX path"},
+				   NULL, "accepted and reported; every mount takes the POSIX path", USER},
 	[OCF_K_DENYLIST_FILESYSTEMS] = {"denylist.filesystems", OCF_CFG_STRING_ARRAY, "[]", 0, 0,
 					F(denylist_filesystems), NULL, NULL,
-					"accepted and reported; every file system takes the POSIX path"},
+					"accepted and reported; every file system takes the POSIX path",
+					USER},
 	[OCF_K_MISC_API_CHECK_AGGRESSIVE] = {"miscellaneous.api_check_aggressive", OCF_CFG_BOOL, "false", 0, 0,
 					     F(api_check_aggressive), NULL, NULL,
-					     "accepted and reported; arguments are always fully checked"},
+					     "accepted and reported; arguments are always fully checked",
+					     USER},
 	[OCF_K_GPU_BOUNCE_SLAB_SIZE_KB] = {"properties.gpu_bounce_buffer_slab_config.slab_size_kb", OCF_CFG_SIZE_ARRAY,
 					   "[1024, 8192, 16384, 65536]", 4, (uint64_t)1 << 20,
 					   F(gpu_bounce_slab_size_kb), NULL, NULL,
 					   "when set, with the counts: the pinned staging memory per GPU (sum of size x "
-					   "count, in place of the POSIX pool slabs); the largest size caps the staging chunk"},
+					   "count, in place of the POSIX pool slabs); the largest size caps the staging chunk",
+					   USER},
 	[OCF_K_GPU_BOUNCE_SLAB_COUNT] = {"properties.gpu_bounce_buffer_slab_config.slab_count", OCF_CFG_SIZE_ARRAY,
 					 "[128, 8, 4, 2]", 1, (uint64_t)1 << 20, F(gpu_bounce_slab_count), NULL, NULL,
-					 "when set, with the sizes: the pinned staging memory per GPU"},
+					 "when set, with the sizes: the pinned staging memory per GPU", USER},
 	[OCF_K_VANILLA_POSIX_IO_MODE] = {"properties.vanilla_posix_io_mode", OCF_CFG_BOOL, "false", 0, 0,
 					 F(vanilla_posix_io_mode), NULL, NULL,
-					 "accepted and reported; every I/O takes the POSIX path here, whatever its value"},
+					 "accepted and reported; every I/O takes the POSIX path here, whatever its value",
+					 USER},
 	[OCF_K_GDS_FALLBACK_IO] = {"properties.gds_fallback_io", OCF_CFG_BOOL, "false", 0, 0, F(gds_fallback_io),
 				   NULL, NULL,
-				   "accepted and reported; no nvidia-fs/RDMA I/O here that could fall back"},
+				   "accepted and reported; no nvidia-fs/RDMA I/O here that could fall back",
+				   USER},
 	[OCF_K_RDMA_TRANSPORT_TYPE] = {"properties.rdma_transport_type", OCF_CFG_STRING, "\"DC_V1\"", 0, 0,
-				       F(rdma_transport_type), NULL, NULL, NOTHING_HERE},
+				       F(rdma_transport_type), NULL, NULL, NOTHING_HERE, USER},
 	[OCF_K_SPARSE_P2P_COMPAT_ENABLE] = {"sparse.p2p_compat_enable", OCF_CFG_BOOL, "true", 0, 0,
 					    F(sparse_p2p_compat_enable), NULL, NULL,
-					    "accepted and reported; no PCI P2PDMA data path here"},
+					    "accepted and reported; no PCI P2PDMA data path here", USER},
 	[OCF_K_BLOCK_RAID1_USE_PCI_P2PDMA] = {"block.raid1.use_pci_p2pdma", OCF_CFG_BOOL, "false", 0, 0,
 					      F(raid1_use_pci_p2pdma), NULL, NULL,
-					      "accepted and reported; no PCI P2PDMA data path here"},
+					      "accepted and reported; no PCI P2PDMA data path here", USER},
 	[OCF_K_BLOCK_RAID10_USE_PCI_P2PDMA] = {"block.raid10.use_pci_p2pdma", OCF_CFG_BOOL, "false", 0, 0,
 					       F(raid10_use_pci_p2pdma), NULL, NULL,
-					       "accepted and reported; no PCI P2PDMA data path here"},
+					       "accepted and reported; no PCI P2PDMA data path here", USER},
 	[OCF_K_MISC_ENABLE_STATIC_ROUTING] = {"miscellaneous.enable_static_routing", OCF_CFG_BOOL, "false", 0, 0,
 					      F(enable_static_routing), NULL, NULL,
 					      "accepted and reported; no routing here (staging is per GPU, on its NUMA "
-					      "node); cuFileExportPCIeTopology writes such a file"},
+					      "node); cuFileExportPCIeTopology writes such a file", USER},
 	[OCF_K_MISC_STATIC_ROUTING_FILEPATH] = {"miscellaneous.static_routing_filepath", OCF_CFG_STRING,
 						"\"/etc/topology.json\"", 0, 0, F(static_routing_filepath), NULL,
-						NULL, "accepted and reported; see miscellaneous.enable_static_routing"},
+						NULL, "accepted and reported; see miscellaneous.enable_static_routing",
+						USER},
 	[OCF_K_LOGGING_MAX_FILE_SIZE_MB] = {"logging.max_file_size_mb", OCF_CFG_SIZE, "32", 0, UINT64_MAX,
 					    F(log_max_file_size_mb), NULL, "CUFILE_LOGFILE_MAX_SIZE_MB",
-					    "accepted and reported (-1: unlimited); the log file is not capped here"},
+					    "accepted and reported (-1: unlimited); the log file is not capped here",
+					    USER},
 	[OCF_K_DIRECT_READS_FROM_CACHE] = {"properties.direct_reads_from_cache", OCF_CFG_BOOL, "true", 0, 0,
 					   F(direct_reads_from_cache), NULL, "OPENCUFILE_DIRECT_READS_FROM_CACHE",
 					   "reads through an O_DIRECT handle on a local file system (ext4, xfs, "
 					   "btrfs, f2fs, bcachefs, tmpfs) copy the pages the page cache holds and "
-					   "read the rest with O_DIRECT (false: every read goes direct)"},
+					   "read the rest with O_DIRECT (false: every read goes direct)",
+					   USER},
 };
 
 /* The refusal table: what each way in refuses of a value of a key's own
@@ -578,6 +639,8 @@ static int apply_json(struct ocf_config *cfg, const struct ocf_cfg_key_info *ki,
 	return -1;
 }
 
+static void resolve_tuning(struct ocf_tuning *t, bool from_env, struct ocf_cfg_diags *diags);
+
 void config_load_defaults(struct ocf_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -594,6 +657,7 @@ void config_load_defaults(struct ocf_config *cfg)
 	}
 	cfg->staging_chunk_kb = 2048;
 	cfg->min_chunk_kb = 1024;
+	resolve_tuning(&cfg->tuning, false, NULL);
 }
 
 /* ------------------------------------------------------- locating keys */
@@ -948,17 +1012,20 @@ void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags)
 		else
 			diag(diags, OCF_LOG_ERROR, "environment %s=\"%.60s\": %s; ignored", ki->env, s, why);
 	}
+	resolve_tuning(&cfg->tuning, true, diags);
 }
 
-/* The environment table (config.h).  Sizes in KiB go up to 2^30 KiB. */
+/* The environment table (config.h).  Sizes in KiB go up to 2^30 KiB.
+ * Each row's tier follows its default (USER, TUNING or TEST). */
 #define ENV_KIB_MAX ((uint64_t)1 << 30)
-#define NUM(var, unit, lo, hi, d, fl, doc) {var, OCF_ENV_NUMBER, unit, lo, hi, d, NULL, NULL, fl, NULL, doc}
-#define NUM_COMPUTED(var, unit, lo, hi, computed, fl, doc) \
-	{var, OCF_ENV_NUMBER, unit, lo, hi, 0, computed, NULL, fl, NULL, doc}
-#define SWITCH(var, d, fl, doc) {var, OCF_ENV_SWITCH, NULL, 0, 1, d, NULL, NULL, fl, NULL, doc}
-#define WORD(var, words, d, fl, doc) {var, OCF_ENV_WORD, NULL, 0, 0, d, NULL, words, fl, NULL, doc}
-#define TEXT(var, d, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, d, NULL, 0, NULL, doc}
-#define OTHER(var, reader, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, NULL, NULL, 0, reader, doc}
+#define NUM(var, unit, lo, hi, d, tier, doc) \
+	{var, OCF_ENV_NUMBER, unit, lo, hi, d, NULL, NULL, tier, NULL, doc}
+#define NUM_COMPUTED(var, unit, lo, hi, computed, tier, doc) \
+	{var, OCF_ENV_NUMBER, unit, lo, hi, 0, computed, NULL, tier, NULL, doc}
+#define SWITCH(var, d, tier, doc) {var, OCF_ENV_SWITCH, NULL, 0, 1, d, NULL, NULL, tier, NULL, doc}
+#define WORD(var, words, d, tier, doc) {var, OCF_ENV_WORD, NULL, 0, 0, d, NULL, words, tier, NULL, doc}
+#define TEXT(var, d, tier, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, d, NULL, tier, NULL, doc}
+#define OTHER(var, reader, tier, doc) {var, OCF_ENV_TEXT, NULL, 0, 0, 0, NULL, NULL, tier, reader, doc}
 
 static const char *const backend_words[] = {"auto", "uring", "psync", NULL};
 static const char *const flush_words[] = {"clwb", "clflushopt", "off", NULL};
@@ -966,159 +1033,161 @@ static const char *const mapped_words[] = {"on", "off", "avx512", "avx2", "sse2"
 static const char *const event_wait_words[] = {"hybrid", "spin", NULL};
 
 static const struct ocf_env_info env_rows[OCF_E_COUNT] = {
-	[OCF_E_ENV_PATH_JSON] = TEXT("CUFILE_ENV_PATH_JSON", "/etc/cufile.json",
+	[OCF_E_ENV_PATH_JSON] = TEXT("CUFILE_ENV_PATH_JSON", "/etc/cufile.json", USER,
 				     "the configuration file, read at every driver open (a missing file it names is an "
 				     "ERROR; a missing /etc/cufile.json is not)"),
-	[OCF_E_LIBCUDA] = TEXT("OPENCUFILE_LIBCUDA", "libcuda.so.1",
+	[OCF_E_LIBCUDA] = TEXT("OPENCUFILE_LIBCUDA", "libcuda.so.1", TEST,
 			       "the CUDA driver library loaded, once per process (the tests load the stand-in "
 			       "driver of tests/fakecuda)"),
-	[OCF_E_CPUS] = NUM("OPENCUFILE_CPUS", "", 0, 1u << 20, 0, 0,
+	[OCF_E_CPUS] = NUM("OPENCUFILE_CPUS", "", 0, 1u << 20, 0, USER,
 			   "a cap on the CPU budget every thread pool is sized from (0: none)"),
 	[OCF_E_IO_THREADS] = NUM_COMPUTED("OPENCUFILE_IO_THREADS", "", 0, 256,
 					  "one per CPU of the budget up to 16, at least execution.max_io_threads "
 					  "within the budget",
-					  0, "engine worker threads, exactly (0: none); tests and measurements"),
+					  TUNING, "engine worker threads, exactly (0: none)"),
 	[OCF_E_PARALLEL] = NUM_COMPUTED("OPENCUFILE_PARALLEL", "", 1, 1024, "the CPU budget, at most the workers + 1",
-					0, "participants (callers and helpers) of all requests at once, at most; tests and "
-					   "measurements"),
-	[OCF_E_HELPER_SPIN_US] = NUM("OPENCUFILE_HELPER_SPIN_US", "us", 0, 100000, 0, 0,
+					TUNING,
+					"participants (callers and helpers) of all requests at once, at most"),
+	[OCF_E_HELPER_SPIN_US] = NUM("OPENCUFILE_HELPER_SPIN_US", "us", 0, 100000, 0, TEST,
 				     "every engine worker polls the queue this long after every job (0: only after "
 				     "the short striped reads of OPENCUFILE_STRIPE_SPIN_BELOW_KB); tests, the hang hunt"),
 	[OCF_E_CHUNK_KB] = NUM_COMPUTED("OPENCUFILE_CHUNK_KB", "KiB", 64, 1u << 20,
 					"2048, less where max_direct_io_size_kb or the largest GPU bounce-buffer slab is "
 					"smaller",
-					0, "the staging chunk of the GPUs' pools made after it is set; tests (64: small "
-					   "files pipelined)"),
-	[OCF_E_ALONE_CHUNK_KB] = NUM("OPENCUFILE_ALONE_CHUNK_KB", "KiB", 0, ENV_KIB_MAX, 256, OCF_ENV_ONCE,
+					TEST,
+					"the staging chunk of the GPUs' pools made after it is set; tests (64: small "
+					"files pipelined)"),
+	[OCF_E_ALONE_CHUNK_KB] = NUM("OPENCUFILE_ALONE_CHUNK_KB", "KiB", 0, ENV_KIB_MAX, 256, TUNING,
 				     "a lone caller's device read without helpers that fits in three staging "
 				     "buffers is cut into up to three even chunks of at least this (0: whole)"),
-	[OCF_E_STRIPE_MIN_KB] = NUM("OPENCUFILE_STRIPE_MIN_KB", "KiB", 0, ENV_KIB_MAX, 1024, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_MIN_KB] = NUM("OPENCUFILE_STRIPE_MIN_KB", "KiB", 0, ENV_KIB_MAX, 1024, TUNING,
 				    "device reads of one caller alone from this size take the striped path"),
-	[OCF_E_STRIPE_MAX_KB] = NUM("OPENCUFILE_STRIPE_MAX_KB", "KiB", 0, ENV_KIB_MAX, 8192, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_MAX_KB] = NUM("OPENCUFILE_STRIPE_MAX_KB", "KiB", 0, ENV_KIB_MAX, 8192, TUNING,
 				    "... up to this size (0: no striped path)"),
-	[OCF_E_PIECE_KB] = NUM("OPENCUFILE_PIECE_KB", "KiB", 4, ENV_KIB_MAX, 256, OCF_ENV_ONCE,
+	[OCF_E_PIECE_KB] = NUM("OPENCUFILE_PIECE_KB", "KiB", 4, ENV_KIB_MAX, 256, TUNING,
 			       "a helper's piece of a striped read"),
-	[OCF_E_STRIPE_KB] = NUM("OPENCUFILE_STRIPE_KB", "KiB", 4, ENV_KIB_MAX, 2048, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_KB] = NUM("OPENCUFILE_STRIPE_KB", "KiB", 4, ENV_KIB_MAX, 2048, TUNING,
 				"a stripe of a striped read, copied at once (at least a piece)"),
-	[OCF_E_STRIPE_PARTICIPANTS] = NUM("OPENCUFILE_STRIPE_PARTICIPANTS", "", 1, 64, 8, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_PARTICIPANTS] = NUM("OPENCUFILE_STRIPE_PARTICIPANTS", "", 1, 64, 8, TUNING,
 					  "participants of one striped read, at most"),
-	[OCF_E_STRIPE_FLUSH] = SWITCH("OPENCUFILE_STRIPE_FLUSH", 1, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_FLUSH] = SWITCH("OPENCUFILE_STRIPE_FLUSH", 1, TUNING,
 				      "a striped read's pieces written back from the CPU's caches before their copy"),
-	[OCF_E_STRIPE_SPIN_US] = NUM("OPENCUFILE_STRIPE_SPIN_US", "us", 0, 1000, 50, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_SPIN_US] = NUM("OPENCUFILE_STRIPE_SPIN_US", "us", 0, 1000, 50, TUNING,
 				     "helpers kept polling after a striped read below OPENCUFILE_STRIPE_SPIN_BELOW_KB "
 				     "(0: none)"),
 	[OCF_E_STRIPE_SPIN_BELOW_KB] = NUM("OPENCUFILE_STRIPE_SPIN_BELOW_KB", "KiB", 0, ENV_KIB_MAX, 2048,
-					   OCF_ENV_ONCE, "striped reads below this keep helpers polling after them"),
-	[OCF_E_STRIPE_SPINNERS] = NUM("OPENCUFILE_STRIPE_SPINNERS", "", 0, 63, 2, OCF_ENV_ONCE,
+					   TUNING, "striped reads below this keep helpers polling after them"),
+	[OCF_E_STRIPE_SPINNERS] = NUM("OPENCUFILE_STRIPE_SPINNERS", "", 0, 63, 2, TUNING,
 				      "helpers kept polling after such a read, at most"),
-	[OCF_E_STRIPE_CALLERS] = NUM("OPENCUFILE_STRIPE_CALLERS", "", 1, 64, 4, OCF_ENV_ONCE,
+	[OCF_E_STRIPE_CALLERS] = NUM("OPENCUFILE_STRIPE_CALLERS", "", 1, 64, 4, TUNING,
 				     "device reads striped while fewer callers than this are busy, beside a lone "
 				     "caller's only where the handle has no read-ahead window (1: a lone caller's)"),
-	[OCF_E_IO_BACKEND] = WORD("OPENCUFILE_IO_BACKEND", backend_words, 0, OCF_ENV_ONCE,
+	[OCF_E_IO_BACKEND] = WORD("OPENCUFILE_IO_BACKEND", backend_words, 0, TUNING,
 				  "which system calls move staged file data: auto (io_uring for direct I/O, and for "
 				  "buffered with properties.prefer_iouring), uring, psync (pread/pwrite)"),
-	[OCF_E_BUFFERED_DIRECT] = SWITCH("OPENCUFILE_BUFFERED_DIRECT", 1, 0,
+	[OCF_E_BUFFERED_DIRECT] = SWITCH("OPENCUFILE_BUFFERED_DIRECT", 1, TUNING,
 					 "a buffered handle, at its registration, gets an O_DIRECT twin for the bytes "
 					 "the page cache does not hold (off: every buffered read is a pread)"),
-	[OCF_E_FLUSH_STAGED] = WORD("OPENCUFILE_FLUSH_STAGED", flush_words, 0, OCF_ENV_ONCE,
+	[OCF_E_FLUSH_STAGED] = WORD("OPENCUFILE_FLUSH_STAGED", flush_words, 0, TUNING,
 				    "how staged bytes of busy reads are written back from the CPU's caches before "
 				    "their copy (clwb and clflushopt where the CPU has them, else off)"),
-	[OCF_E_FLUSH_BUSY] = NUM("OPENCUFILE_FLUSH_BUSY", "", 0, 1u << 20, 8, OCF_ENV_ONCE,
+	[OCF_E_FLUSH_BUSY] = NUM("OPENCUFILE_FLUSH_BUSY", "", 0, 1u << 20, 8, TUNING,
 				 "... when at least this many participants are busy"),
-	[OCF_E_FLUSH_MAX_KB] = NUM("OPENCUFILE_FLUSH_MAX_KB", "KiB", 0, ENV_KIB_MAX, 512, OCF_ENV_ONCE,
+	[OCF_E_FLUSH_MAX_KB] = NUM("OPENCUFILE_FLUSH_MAX_KB", "KiB", 0, ENV_KIB_MAX, 512, TUNING,
 				   "... for reads of at most this size"),
-	[OCF_E_MAPPED_READS] = WORD("OPENCUFILE_MAPPED_READS", mapped_words, 0, OCF_ENV_ONCE,
+	[OCF_E_MAPPED_READS] = WORD("OPENCUFILE_MAPPED_READS", mapped_words, 0, TUNING,
 				    "a buffered handle's cached bytes copied through the file's mapping: on (the best "
 				    "copy loop the CPU runs), off (preadv2), or one loop"),
-	[OCF_E_MAPPED_BULK] = SWITCH("OPENCUFILE_MAPPED_BULK", 1, OCF_ENV_ONCE,
+	[OCF_E_MAPPED_BULK] = SWITCH("OPENCUFILE_MAPPED_BULK", 1, TUNING,
 				     "bulk chunks copied through the mapping too, with ordinary stores (off: preadv2)"),
-	[OCF_E_MAPPED_WRITES] = SWITCH("OPENCUFILE_MAPPED_WRITES", 1, OCF_ENV_ONCE,
+	[OCF_E_MAPPED_WRITES] = SWITCH("OPENCUFILE_MAPPED_WRITES", 1, TUNING,
 				       "buffered writes stored through the file's mapping where they cover 2 MiB regions "
 				       "(off: pwrite)"),
-	[OCF_E_MAPPED_DIRECT_QUIET_MS] = NUM("OPENCUFILE_MAPPED_DIRECT_QUIET_MS", "ms", 0, 86400000, 10000, OCF_ENV_ONCE,
+	[OCF_E_MAPPED_DIRECT_QUIET_MS] = NUM("OPENCUFILE_MAPPED_DIRECT_QUIET_MS", "ms", 0, 86400000, 10000,
+					     TUNING,
 					     "an O_DIRECT handle's cached bytes copied through the file's mapping when "
 					     "nothing changed the file for this long (0: only no change during the copy)"),
-	[OCF_E_DEREGISTER_WAIT_MS] = NUM("OPENCUFILE_DEREGISTER_WAIT_MS", "ms", 0, 86400000, 10000, 0,
+	[OCF_E_DEREGISTER_WAIT_MS] = NUM("OPENCUFILE_DEREGISTER_WAIT_MS", "ms", 0, 86400000, 10000, USER,
 					 "how long cuFileHandleDeregister waits for calls using the handle's files before "
 					 "it closes them"),
-	[OCF_E_READAHEAD] = SWITCH("OPENCUFILE_READAHEAD", 1, 0,
+	[OCF_E_READAHEAD] = SWITCH("OPENCUFILE_READAHEAD", 1, USER,
 				   "read-ahead for one caller reading a file in order, read at driver open"),
-	[OCF_E_READAHEAD_FILLERS] = NUM("OPENCUFILE_READAHEAD_FILLERS", "", 0, 18, 0, 0,
+	[OCF_E_READAHEAD_FILLERS] = NUM("OPENCUFILE_READAHEAD_FILLERS", "", 0, 18, 0, TUNING,
 					"helpers filling one read-ahead window at once, a fixed bound (0: shared "
 					"among the host's processes, OPENCUFILE_READAHEAD_HOST_FILLERS)"),
-	[OCF_E_READAHEAD_HOST_FILLERS] = NUM("OPENCUFILE_READAHEAD_HOST_FILLERS", "", 0, 1024, 8, 0,
+	[OCF_E_READAHEAD_HOST_FILLERS] = NUM("OPENCUFILE_READAHEAD_HOST_FILLERS", "", 0, 1024, 8, TUNING,
 					     "read-ahead fillers shared by the processes of one user filling at once "
 					     "(0: no sharing)"),
-	[OCF_E_HOST_SHARE_ACTIVE_MS] = NUM("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "ms", 0, 3600000, 200, 0,
+	[OCF_E_HOST_SHARE_ACTIVE_MS] = NUM("OPENCUFILE_HOST_SHARE_ACTIVE_MS", "ms", 0, 3600000, 200, TUNING,
 					   "a process counts as filling this long after its last stamp (0: 200)"),
-	[OCF_E_SHM_DIR] = TEXT("OPENCUFILE_SHM_DIR", "/dev/shm",
+	[OCF_E_SHM_DIR] = TEXT("OPENCUFILE_SHM_DIR", "/dev/shm", USER,
 			       "the directory of the file through which processes share read-ahead fillers"),
-	[OCF_E_PREWARM] = SWITCH("OPENCUFILE_PREWARM", 1, 0,
+	[OCF_E_PREWARM] = SWITCH("OPENCUFILE_PREWARM", 1, TUNING,
 				 "GPUs whose primary context is active brought up at driver open (off: at their "
 				 "first I/O)"),
 	[OCF_E_NUMA_NODE] = NUM_COMPUTED("OPENCUFILE_NUMA_NODE", "", 0, 63,
-					 "the GPU's node from sysfs, where the machine has more than one", 0,
-					 "the NUMA node staging memory is placed on; tests"),
-	[OCF_E_STAGING_REGISTER] = SWITCH("OPENCUFILE_STAGING_REGISTER", 0, 0,
+					 "the GPU's node from sysfs, where the machine has more than one",
+					 TEST, "the NUMA node staging memory is placed on; tests"),
+	[OCF_E_STAGING_REGISTER] = SWITCH("OPENCUFILE_STAGING_REGISTER", 0, TEST,
 					  "staging memory mapped and pinned with cuMemHostRegister even without a "
 					  "NUMA node; tests"),
-	[OCF_E_EVENT_WAIT] = WORD("OPENCUFILE_EVENT_WAIT", event_wait_words, 0, OCF_ENV_ONCE,
+	[OCF_E_EVENT_WAIT] = WORD("OPENCUFILE_EVENT_WAIT", event_wait_words, 0, TUNING,
 				  "how a staging copy is waited for: hybrid (short ones polled, long ones slept "
 				  "for), spin (every wait polls: no system call; a GPU test counts them)"),
-	[OCF_E_EVENT_NAP_US] = NUM("OPENCUFILE_EVENT_NAP_US", "us", 1, 1000, 20, OCF_ENV_ONCE,
+	[OCF_E_EVENT_NAP_US] = NUM("OPENCUFILE_EVENT_NAP_US", "us", 1, 1000, 20, TUNING,
 				   "the first nap of a polled copy held up behind others (they double up to 1 ms)"),
-	[OCF_E_GROUPED_COPIES] = SWITCH("OPENCUFILE_GROUPED_COPIES", 1, 0,
+	[OCF_E_GROUPED_COPIES] = SWITCH("OPENCUFILE_GROUPED_COPIES", 1, TUNING,
 					"copies handed to the driver grouped (cuMemcpyBatchAsync): the batch path's, "
 					"and several callers'"),
-	[OCF_E_CALLER_GROUPS] = SWITCH("OPENCUFILE_CALLER_GROUPS", 1, 0,
+	[OCF_E_CALLER_GROUPS] = SWITCH("OPENCUFILE_CALLER_GROUPS", 1, TUNING,
 				       "small copies of several callers grouped (a GPU's, at its bring-up)"),
-	[OCF_E_CALLER_GROUPS_BUSY] = NUM("OPENCUFILE_CALLER_GROUPS_BUSY", "", 0, 1u << 20, 10, 0,
+	[OCF_E_CALLER_GROUPS_BUSY] = NUM("OPENCUFILE_CALLER_GROUPS_BUSY", "", 0, 1u << 20, 10, TUNING,
 					 "... when at least this many participants are busy"),
-	[OCF_E_CALLER_GROUPS_GATHER_US] = NUM("OPENCUFILE_CALLER_GROUPS_GATHER_US", "us", 0, 10000, 3, 0,
+	[OCF_E_CALLER_GROUPS_GATHER_US] = NUM("OPENCUFILE_CALLER_GROUPS_GATHER_US", "us", 0, 10000, 3, TUNING,
 					      "how long a group's leader waits for more copies"),
-	[OCF_E_CALLER_GROUPS_QUEUES] = NUM("OPENCUFILE_CALLER_GROUPS_QUEUES", "", 1, 4, 2, 0,
+	[OCF_E_CALLER_GROUPS_QUEUES] = NUM("OPENCUFILE_CALLER_GROUPS_QUEUES", "", 1, 4, 2, TUNING,
 					   "queues of groups per GPU"),
 	[OCF_E_CALLER_GROUPS_NAP_US] = NUM_COMPUTED("OPENCUFILE_CALLER_GROUPS_NAP_US", "us", 0, 1000,
-						    "adaptive", 0,
+						    "adaptive", TUNING,
 						    "a group member's nap before it polls for its copy (0: no nap)"),
-	[OCF_E_CALLER_GROUPS_NAP_EARLY] = NUM("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", "%", 1, 90, 25, 0,
+	[OCF_E_CALLER_GROUPS_NAP_EARLY] = NUM("OPENCUFILE_CALLER_GROUPS_NAP_EARLY", "%", 1, 90, 25, TUNING,
 					      "the share of members the adaptive nap lets wake before their copy is "
 					      "done"),
 	[OCF_E_ASYNC_THREADS] = NUM_COMPUTED("OPENCUFILE_ASYNC_THREADS", "", 1, 256,
-					     "the CPU budget within [2, 16], at most execution.max_io_queue_depth", 0,
-					     "threads of each executor (batch, stream)"),
+					     "the CPU budget within [2, 16], at most execution.max_io_queue_depth",
+					     TUNING, "threads of each executor (batch, stream)"),
 	[OCF_E_BATCH_SPINNERS] = NUM_COMPUTED("OPENCUFILE_BATCH_SPINNERS", "", 0, 256,
-					      "a quarter of the CPU budget, 1 to 4", 0,
+					      "a quarter of the CPU budget, 1 to 4", TUNING,
 					      "batch executor threads kept polling after a small batch's operation"),
-	[OCF_E_BATCH_SPIN_US] = NUM("OPENCUFILE_BATCH_SPIN_US", "us", 0, 1000, 50, 0,
+	[OCF_E_BATCH_SPIN_US] = NUM("OPENCUFILE_BATCH_SPIN_US", "us", 0, 1000, 50, TUNING,
 				    "... for this long (0: none kept awake)"),
-	[OCF_E_BATCH_WAIT_SPIN_US] = NUM("OPENCUFILE_BATCH_WAIT_SPIN_US", "us", 0, 1000, 100, 0,
+	[OCF_E_BATCH_WAIT_SPIN_US] = NUM("OPENCUFILE_BATCH_WAIT_SPIN_US", "us", 0, 1000, 100, TUNING,
 					 "cuFileBatchIOGetStatus polls this long before it sleeps (0: sleeps at once)"),
 	[OCF_E_BATCH_WORKERS] = NUM_COMPUTED("OPENCUFILE_BATCH_WORKERS", "", 1, 1u << 20,
-					     "the executor's threads", 0,
+					     "the executor's threads", TEST,
 					     "executor operations one batch submission is shared by, at most; tests"),
-	[OCF_E_BATCH_CANCEL_WAIT_MS] = NUM("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "ms", 0, 86400000, 10000, 0,
+	[OCF_E_BATCH_CANCEL_WAIT_MS] = NUM("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "ms", 0, 86400000, 10000, USER,
 					   "how long cuFileBatchIOCancel waits for entries already running"),
-	[OCF_E_PROFILE] = TEXT("OPENCUFILE_PROFILE", NULL,
+	[OCF_E_PROFILE] = TEXT("OPENCUFILE_PROFILE", NULL, USER,
 			       "CPU time per thread role, reported at cuFileDriverClose: 1 or on (to stderr), 0 or "
 			       "off, or a file the report is appended to; unset: profile.cpu_profile"),
-	[OCF_E_STATS_FILE] = TEXT("OPENCUFILE_STATS_FILE", NULL,
+	[OCF_E_STATS_FILE] = TEXT("OPENCUFILE_STATS_FILE", NULL, USER,
 				  "the file the statistics snapshot is written to (%p: the pid), at every level"),
-	[OCF_E_XDG_RUNTIME_DIR] = TEXT("XDG_RUNTIME_DIR", NULL,
+	[OCF_E_XDG_RUNTIME_DIR] = TEXT("XDG_RUNTIME_DIR", NULL, USER,
 				       "the snapshot for gds_stats is published in its opencufile/ (unset or not "
 				       "absolute: in /tmp/opencufile-UID)"),
-	[OCF_E_GDSCHECK_ROOT] = OTHER("OPENCUFILE_GDSCHECK_ROOT", "gdscheck",
+	[OCF_E_GDSCHECK_ROOT] = OTHER("OPENCUFILE_GDSCHECK_ROOT", "gdscheck", TEST,
 				      "a directory /sys, /proc/driver, /proc/config.gz, /proc/kallsyms and /boot "
 				      "are read under; tests"),
-	[OCF_E_TEST_DIR] = OTHER("OPENCUFILE_TEST_DIR", "the tests",
+	[OCF_E_TEST_DIR] = OTHER("OPENCUFILE_TEST_DIR", "the tests", TEST,
 				 "the directory of the tests' files (not tmpfs: O_DIRECT), else the working directory"),
-	[OCF_E_LIB] = OTHER("OPENCUFILE_LIB", "the GPU scripts",
+	[OCF_E_LIB] = OTHER("OPENCUFILE_LIB", "the GPU scripts", TEST,
 			    "the libcufile.so.0 the GPU scripts and tests compare and expect"),
-	[OCF_E_BASE_LIB] = OTHER("OPENCUFILE_BASE_LIB", "scripts/gpu-bench.sh",
+	[OCF_E_BASE_LIB] = OTHER("OPENCUFILE_BASE_LIB", "scripts/gpu-bench.sh", TEST,
 				 "a third library measured beside ours and NVIDIA's"),
-	[OCF_E_BASE_SRC] = OTHER("OPENCUFILE_BASE_SRC", "scripts/gpu-bench.sh",
+	[OCF_E_BASE_SRC] = OTHER("OPENCUFILE_BASE_SRC", "scripts/gpu-bench.sh", TEST,
 				 "the source tree that library was built from"),
-	[OCF_E_DISABLE] = OTHER("OPENCUFILE_DISABLE", "the Python wheel",
+	[OCF_E_DISABLE] = OTHER("OPENCUFILE_DISABLE", "the Python wheel", USER,
 				"set, not empty and not 0: an interpreter starts without loading ours"),
 };
 
@@ -1202,32 +1271,17 @@ enum ocf_cfg_source config_env_parse(enum ocf_env e, uint64_t *v, const char **t
 	return OCF_SRC_DEFAULT;
 }
 
-/* OCF_ENV_ONCE rows: 0 not read yet, else 1 + the source; then the value.
- * Threads may race on the first read: each stores the same. */
-static _Atomic unsigned char once_state[OCF_E_COUNT];
-static _Atomic uint64_t once_value[OCF_E_COUNT];
+/* Whether row e's refused or clamped value was logged (config_env). */
 static atomic_bool warned[OCF_E_COUNT];
 
 static enum ocf_cfg_source env_read(enum ocf_env e, uint64_t *v)
 {
 	const struct ocf_env_info *r = &env_rows[e];
-	bool once = r->flags & OCF_ENV_ONCE;
-	if (once) {
-		unsigned st = atomic_load_explicit(&once_state[e], memory_order_acquire);
-		if (st) {
-			*v = atomic_load_explicit(&once_value[e], memory_order_relaxed);
-			return (enum ocf_cfg_source)(st - 1);
-		}
-	}
 	char why[240];
 	const char *text;
 	enum ocf_cfg_source src = config_env_parse(e, v, &text, why, sizeof(why));
 	if (why[0] && !atomic_exchange_explicit(&warned[e], true, memory_order_relaxed))
 		log_warn("environment %s=\"%.60s\": %s", r->var, text, why);
-	if (once) {
-		atomic_store_explicit(&once_value[e], *v, memory_order_relaxed);
-		atomic_store_explicit(&once_state[e], (unsigned char)(src + 1), memory_order_release);
-	}
 	return src;
 }
 
@@ -1254,6 +1308,96 @@ const char *config_env_text(enum ocf_env e)
 	const struct ocf_env_info *r = &env_rows[e];
 	const char *s = r->reader ? NULL : env_get(r->var);
 	return s && *s ? s : r->def_text;
+}
+
+/* ------------------------------------------------------ tuning values */
+
+struct tune_ctx {
+	bool from_env; /* the environment's values; else the rows' defaults */
+	struct ocf_cfg_diags *diags;
+};
+
+/* Row e's value for ocf_tuning (config_env_parse's, with its message in
+ * diags); *given: the variable gives it.  Only rows of tier tuning are
+ * resolved here: another row in the resolver is a bug of the table, which
+ * any open finds. */
+static uint64_t tune(const struct tune_ctx *c, enum ocf_env e, bool *given)
+{
+	const struct ocf_env_info *r = &env_rows[e];
+	if (r->tier != OCF_TIER_TUNING)
+		abort();
+	uint64_t v = r->def;
+	enum ocf_cfg_source src = OCF_SRC_DEFAULT;
+	if (c->from_env) {
+		char why[240];
+		const char *text;
+		src = config_env_parse(e, &v, &text, why, sizeof(why));
+		if (why[0])
+			diag(c->diags, OCF_LOG_WARN, "environment %s=\"%.60s\": %s", r->var, text, why);
+	}
+	if (given)
+		*given = src == OCF_SRC_ENV;
+	return v;
+}
+
+/* Numbers fit an int: no tuning row's range passes 2^20. */
+static int tune_int(const struct tune_ctx *c, enum ocf_env e) { return (int)tune(c, e, NULL); }
+static bool tune_on(const struct tune_ctx *c, enum ocf_env e) { return tune(c, e, NULL) != 0; }
+static size_t tune_kib(const struct tune_ctx *c, enum ocf_env e) { return (size_t)tune(c, e, NULL) * 1024; }
+static uint64_t tune_us(const struct tune_ctx *c, enum ocf_env e) { return tune(c, e, NULL) * 1000u; }
+/* A row whose default its reader computes: the value, or -1. */
+static int tune_given(const struct tune_ctx *c, enum ocf_env e)
+{
+	bool given;
+	uint64_t v = tune(c, e, &given);
+	return given ? (int)v : -1;
+}
+
+static void resolve_tuning(struct ocf_tuning *t, bool from_env, struct ocf_cfg_diags *diags)
+{
+	const struct tune_ctx c = {from_env, diags};
+	memset(t, 0, sizeof(*t));
+	t->io_threads = tune_given(&c, OCF_E_IO_THREADS);
+	t->parallel = tune_given(&c, OCF_E_PARALLEL);
+	t->alone_chunk_bytes = tune_kib(&c, OCF_E_ALONE_CHUNK_KB);
+	struct ocf_stripe_tuning *st = &t->stripe;
+	st->min_bytes = tune_kib(&c, OCF_E_STRIPE_MIN_KB);
+	st->max_bytes = tune_kib(&c, OCF_E_STRIPE_MAX_KB);
+	st->piece = tune_kib(&c, OCF_E_PIECE_KB);
+	st->stripe = OCF_MAX(tune_kib(&c, OCF_E_STRIPE_KB), st->piece);
+	st->participants = tune_int(&c, OCF_E_STRIPE_PARTICIPANTS);
+	st->flush = tune_on(&c, OCF_E_STRIPE_FLUSH);
+	st->spin_ns = tune_us(&c, OCF_E_STRIPE_SPIN_US);
+	st->spin_below_bytes = tune_kib(&c, OCF_E_STRIPE_SPIN_BELOW_KB);
+	st->spinners = tune_int(&c, OCF_E_STRIPE_SPINNERS);
+	st->callers = tune_int(&c, OCF_E_STRIPE_CALLERS);
+	t->io_backend = tune_int(&c, OCF_E_IO_BACKEND);
+	t->buffered_direct = tune_on(&c, OCF_E_BUFFERED_DIRECT);
+	t->flush_staged = tune_int(&c, OCF_E_FLUSH_STAGED);
+	t->flush_busy = tune_int(&c, OCF_E_FLUSH_BUSY);
+	t->flush_max_bytes = tune_kib(&c, OCF_E_FLUSH_MAX_KB);
+	t->mapped_reads = tune_int(&c, OCF_E_MAPPED_READS);
+	t->mapped_bulk = tune_on(&c, OCF_E_MAPPED_BULK);
+	t->mapped_writes = tune_on(&c, OCF_E_MAPPED_WRITES);
+	t->mapped_direct_quiet_ns = tune(&c, OCF_E_MAPPED_DIRECT_QUIET_MS, NULL) * 1000000u;
+	t->readahead_fillers = tune_int(&c, OCF_E_READAHEAD_FILLERS);
+	t->readahead_host_fillers = tune_int(&c, OCF_E_READAHEAD_HOST_FILLERS);
+	t->host_share_active_ms = tune(&c, OCF_E_HOST_SHARE_ACTIVE_MS, NULL);
+	t->prewarm = tune_on(&c, OCF_E_PREWARM);
+	t->event_wait = tune_int(&c, OCF_E_EVENT_WAIT);
+	t->event_nap_ns = tune_us(&c, OCF_E_EVENT_NAP_US);
+	t->grouped_copies = tune_on(&c, OCF_E_GROUPED_COPIES);
+	t->caller_groups = tune_on(&c, OCF_E_CALLER_GROUPS);
+	t->caller_groups_busy = tune_int(&c, OCF_E_CALLER_GROUPS_BUSY);
+	t->caller_groups_gather_ns = tune_us(&c, OCF_E_CALLER_GROUPS_GATHER_US);
+	t->caller_groups_queues = tune_int(&c, OCF_E_CALLER_GROUPS_QUEUES);
+	int nap_us = tune_given(&c, OCF_E_CALLER_GROUPS_NAP_US);
+	t->caller_groups_nap_ns = nap_us < 0 ? -1 : (int64_t)nap_us * 1000;
+	t->caller_groups_nap_early = tune_int(&c, OCF_E_CALLER_GROUPS_NAP_EARLY);
+	t->async_threads = tune_given(&c, OCF_E_ASYNC_THREADS);
+	t->batch_spinners = tune_given(&c, OCF_E_BATCH_SPINNERS);
+	t->batch_spin_ns = tune_us(&c, OCF_E_BATCH_SPIN_US);
+	t->batch_wait_spin_ns = tune_us(&c, OCF_E_BATCH_WAIT_SPIN_US);
 }
 
 void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
@@ -1288,6 +1432,8 @@ void config_env_note_refused(struct ocf_cfg_diags *diags)
 		uint64_t v;
 		const char *text;
 		char why[240];
+		if (env_rows[e].tier == OCF_TIER_TUNING)
+			continue; /* config_load says it */
 		config_env_parse((enum ocf_env)e, &v, &text, why, sizeof(why));
 		if (why[0])
 			diag(diags, OCF_LOG_WARN, "environment %s=\"%.60s\": %s", env_rows[e].var, text, why);
@@ -1320,6 +1466,19 @@ void config_env_note_unknown(struct ocf_cfg_diags *diags)
 			diag(diags, OCF_LOG_WARN,
 			     "environment %.*s is not a variable of this library (removed, or misspelt): ignored",
 			     (int)OCF_MIN(n, (size_t)100), *p);
+	}
+}
+
+void config_env_note_not_user(struct ocf_cfg_diags *diags)
+{
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		const struct ocf_env_info *r = &env_rows[e];
+		const char *s = r->tier == OCF_TIER_USER || r->reader ? NULL : env_get(r->var);
+		if (s && *s)
+			diag(diags, OCF_LOG_INFO,
+			     "environment %s=\"%.60s\": a %s setting (%s; docs/configuration.md, \"Tiers\"); in effect",
+			     r->var, s, config_tier_name(r->tier),
+			     r->tier == OCF_TIER_TUNING ? "a performance knob" : "a hook of the tests");
 	}
 }
 

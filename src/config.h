@@ -4,7 +4,7 @@
  * parameter setters, and where each effective value came from.
  *
  * Every key of the cufile.json format is one row of a table (config.c)
- * {json path, type, default, min, max, field}.  A struct ocf_config holds
+ * {json path, type, default, min, max, field, ..., tier}.  A struct ocf_config holds
  * one value per row plus the row's source.  Sizes are in KiB as in the file.
  *
  * Stored and effective values.  A value of the right type is refused only
@@ -34,6 +34,17 @@ enum ocf_cfg_source {
 	OCF_SRC_ENV,
 	OCF_SRC_SETTER,
 };
+
+/* Who a setting is for: a column of both tables (keys and environment
+ * rows).  gdscheck's report shows every user setting with its value and
+ * source, and the others only where they are set; gdscheck -k lists them
+ * all with their tier; docs/configuration.md says what each tier promises. */
+enum ocf_tier {
+	OCF_TIER_USER,   /* a setting a user of the library may set: kept and documented */
+	OCF_TIER_TUNING, /* a performance knob with a measured default: in ocf_cfg.tuning */
+	OCF_TIER_TEST,   /* a hook of the tests and the measurement scripts */
+};
+const char *config_tier_name(enum ocf_tier t);
 
 enum ocf_cfg_type {
 	OCF_CFG_BOOL,         /* bool */
@@ -129,6 +140,67 @@ struct ocf_size_array {
 	size_t v[OCF_CFG_ARRAY_MAX];
 };
 
+/* The striped path's values (stripe.c): requests of min_bytes to
+ * max_bytes striped, in pieces of `piece` bytes and stripes of `stripe`
+ * bytes (at least a piece), by at most `participants` threads; short ones
+ * (below spin_below_bytes) keep up to `spinners` helpers polling for
+ * spin_ns after them; striped beside other callers while fewer than
+ * `callers` are busy. */
+struct ocf_stripe_tuning {
+	size_t min_bytes, max_bytes;
+	size_t piece, stripe;
+	int participants;
+	bool flush; /* each piece written back from the CPU's caches before its copy */
+	uint64_t spin_ns;
+	size_t spin_below_bytes;
+	int spinners;
+	int callers;
+};
+
+/* Every setting of tier tuning, resolved from its environment row
+ * (config.c, env_rows[]) by config_load at each driver open, in the unit
+ * its reader works in.  WORD rows hold the index of the word in the row's
+ * list; a row whose default its reader computes holds -1 when the variable
+ * gives no value.  The subsystems read these fields instead of the
+ * environment; docs/configuration.md, "Tiers", says when they change. */
+struct ocf_tuning {
+	/* the engine (engine.c) */
+	int io_threads; /* OPENCUFILE_IO_THREADS, -1: computed */
+	int parallel;	/* OPENCUFILE_PARALLEL, -1: computed */
+	size_t alone_chunk_bytes; /* the planner: a lone caller's chunks (planner.c) */
+	struct ocf_stripe_tuning stripe;
+	/* the file side (uring.c, handle.c, fileio.c, filemap.c) */
+	int io_backend; /* auto, uring, psync */
+	bool buffered_direct;
+	int flush_staged; /* clwb, clflushopt, off */
+	int flush_busy;
+	size_t flush_max_bytes;
+	int mapped_reads; /* on, off, avx512, avx2, sse2, plain */
+	bool mapped_bulk;
+	bool mapped_writes;
+	uint64_t mapped_direct_quiet_ns;
+	/* read-ahead (readahead.c, hostshare.c) */
+	int readahead_fillers;
+	int readahead_host_fillers;
+	uint64_t host_share_active_ms;
+	/* GPUs, staging and copies (gpu.c, copygroup.c) */
+	bool prewarm;
+	int event_wait; /* hybrid, spin */
+	uint64_t event_nap_ns;
+	bool grouped_copies;
+	bool caller_groups;
+	int caller_groups_busy;
+	uint64_t caller_groups_gather_ns;
+	int caller_groups_queues;
+	int64_t caller_groups_nap_ns; /* -1: adaptive */
+	int caller_groups_nap_early;  /* % */
+	/* batches and streams (async.c, batch.c) */
+	int async_threads;  /* -1: computed */
+	int batch_spinners; /* -1: computed */
+	uint64_t batch_spin_ns;
+	uint64_t batch_wait_spin_ns;
+};
+
 struct ocf_config {
 	/* logging */
 	char logging_level[OCF_CFG_STR_LEN]; /* any string; unknown levels log at ERROR */
@@ -219,6 +291,9 @@ struct ocf_config {
 	size_t staging_chunk_kb;
 	size_t min_chunk_kb;       /* smallest piece a request is split into */
 
+	/* The tuning settings (environment rows of tier tuning). */
+	struct ocf_tuning tuning;
+
 	/* Where each value came from (enum ocf_cfg_source), by key. */
 	unsigned char source[OCF_K_COUNT];
 	/* The file read ("" when none), and whether it was read without error. */
@@ -236,6 +311,7 @@ struct ocf_cfg_key_info {
 	const char *const *choices; /* STRING: allowed values (NULL: any) */
 	const char *env;    /* environment variable overriding it, or NULL */
 	const char *drives; /* what it does here, for docs and gdscheck */
+	enum ocf_tier tier;
 };
 
 /* What a key refuses of a value of its own type (config.c's refusal
@@ -266,9 +342,12 @@ const struct ocf_refusal *config_key_refusal(enum ocf_cfg_key k);
 
 const struct ocf_cfg_key_info *config_key_info(enum ocf_cfg_key k);
 
-/* The configuration in force; written only under the driver's state lock
- * while the driver opens (no I/O is in flight then) and by the property
- * setters (single size_t/bool stores), read freely afterwards. */
+/* The configuration in force.  Written whole only under the driver's state
+ * lock while the driver opens: no call is in flight then, and no thread of
+ * the library runs (the close before joined them all), so every thread
+ * started or entered afterwards sees it whole.  While the driver is open,
+ * only the property setters write it (single aligned size_t/bool stores of
+ * keys), and `tuning` does not change until the next open. */
 extern struct ocf_config ocf_cfg;
 
 /* Messages produced while loading, kept so that they can be logged once the
@@ -284,11 +363,13 @@ struct ocf_cfg_diags {
 	struct ocf_cfg_diag d[OCF_CFG_MAX_DIAG];
 };
 
+/* Every key at its default, and `tuning` at the defaults of its rows. */
 void config_load_defaults(struct ocf_config *cfg);
 
 /* Loads defaults, then the file (CUFILE_ENV_PATH_JSON, else /etc/cufile.json,
- * if it exists), then the environment.  Never fails: a bad value falls back
- * to the default of that key; problems are appended to diags (may be NULL). */
+ * if it exists), then the environment (the keys' variables and the rows of
+ * tier tuning).  Never fails: a bad value falls back to the default of that
+ * key or row; problems are appended to diags (may be NULL). */
 void config_load(struct ocf_config *cfg, struct ocf_cfg_diags *diags);
 
 /* Parses cufile.json text into cfg over its current values (source FILE).
@@ -297,7 +378,8 @@ void config_load(struct ocf_config *cfg, struct ocf_cfg_diags *diags);
 int config_parse_text(struct ocf_config *cfg, const char *text, size_t len, const char *name,
 		      struct ocf_cfg_diags *diags);
 
-/* Applies the environment over cfg (source ENV). */
+/* Applies the environment over cfg: the keys' variables (source ENV) and
+ * the rows of tier tuning (cfg->tuning). */
 void config_apply_env(struct ocf_config *cfg, struct ocf_cfg_diags *diags);
 
 /* Parameter setters stage values here while the driver is closed; every
@@ -387,22 +469,31 @@ const char *config_get_string(const struct ocf_config *cfg, enum ocf_cfg_key k);
  * unknown at the first driver open (config_env_note_unknown).  Rows whose
  * reader is not NULL belong to the project's other programs (gdscheck, the
  * tests, the scripts, the Python wheel): the library never reads them and
- * knows them only so as not to call them unknown.  gdscheck prints every
- * row with its value and source; scripts/settings-check.sh checks that
- * docs/configuration.md documents every row and that no variable is read
- * outside this table.
+ * knows them only so as not to call them unknown.  Every row has a tier
+ * (enum ocf_tier).  gdscheck prints every row of tier user with its value
+ * and source, and the others where they are set; scripts/settings-check.sh
+ * checks that docs/configuration.md documents every row, that no variable
+ * is read outside this table, that every row has a tier and that
+ * gdscheck's report shows every setting of tier user.
  *
  * Every variable is parsed one way, by its row's type: numbers are decimal
  * digits only (a sign, a suffix, spaces or hexadecimal are not numbers),
  * switches 1/0, on/off, true/false, yes/no, words one of the row's words
  * (case-insensitive), text as given.  A value that is not of the row's type
  * is not used: the default is; a number outside the row's range is used at
- * the nearest end of it.  Either is logged once per process, as a WARN
- * naming the value, what the row accepts and what is used instead.
+ * the nearest end of it.  Either is logged as a WARN naming the value,
+ * what the row accepts and what is used instead: for a row of tier tuning
+ * at each driver open (config_load's messages), for another once per
+ * process (config_env).
  *
- * Each variable is read when its reader asks (at driver open, when a pool
- * or a GPU is set up, at each call), as it always was; rows marked
- * OCF_ENV_ONCE are read at the first ask and kept for the process's life.
+ * When each variable is read: the rows of tier tuning by config_load, at
+ * each driver open, into ocf_cfg.tuning, which their subsystems read; the
+ * other rows when their reader asks (at driver open, when a pool or a GPU
+ * is set up, at a call).  Either way a value holds from one open to its
+ * close, apart from a variable of tier user or test that the program
+ * changes while the driver is open, which a reader at a call sees at its
+ * next call.  OPENCUFILE_LIBCUDA alone holds for the process's life: the
+ * CUDA driver is loaded once.
  */
 enum ocf_env {
 	OCF_E_ENV_PATH_JSON,
@@ -483,8 +574,6 @@ enum ocf_env_type {
 	OCF_ENV_TEXT,   /* any text (a path) */
 };
 
-#define OCF_ENV_ONCE 1u /* read at the first ask, kept for the process's life */
-
 /* One row of the environment table. */
 struct ocf_env_info {
 	const char *var;
@@ -497,7 +586,7 @@ struct ocf_env_info {
 	 * TEXT: the default text, or NULL for none. */
 	const char *def_text;
 	const char *const *words; /* WORD */
-	unsigned flags;           /* OCF_ENV_* */
+	enum ocf_tier tier;
 	const char *reader;       /* NULL: the library; else who reads it */
 	const char *doc;          /* what it does, one line */
 };
@@ -513,9 +602,10 @@ const struct ocf_env_info *config_env_info(enum ocf_env e);
  * is written to why (otherwise why is ""). */
 enum ocf_cfg_source config_env_parse(enum ocf_env e, uint64_t *v, const char **text, char *why, size_t wlen);
 
-/* The library's readers.  The value of row e (its default when the
- * variable is unset, empty or refused); a refused or clamped value is
- * logged once.  OCF_ENV_ONCE rows are read at the first call only. */
+/* The library's readers of the rows that are not of tier tuning (those are
+ * read in ocf_cfg.tuning).  The value of row e (its default when the
+ * variable is unset, empty or refused), read now; a refused or clamped
+ * value is logged once per process. */
 uint64_t config_env(enum ocf_env e);
 /* For a NUMBER row whose default its reader computes: whether the variable
  * gives a value (in range, or clamped into it), and the value in *v. */
@@ -528,8 +618,9 @@ const char *config_env_text(enum ocf_env e);
  * "(computed)" for a default its reader computes. */
 void config_env_format(enum ocf_env e, uint64_t v, const char *text, enum ocf_cfg_source src, char *buf,
 		       size_t len);
-/* Appends one WARN per library variable whose value is refused or clamped
- * (the message config_env logs when the library reads it). */
+/* Appends one WARN per library variable not of tier tuning whose value is
+ * refused or clamped (the message config_env logs when the library reads
+ * it; config_load reports those of tier tuning). */
 void config_env_note_refused(struct ocf_cfg_diags *diags);
 
 /* How a switch's text reads (1/0, on/off, true/false, yes/no): 1 on, 0
@@ -540,6 +631,9 @@ int config_env_switch(const char *text);
  * no row of either table names (a variable removed, or misspelt); nothing
  * in a set-uid or set-gid process, which reads no environment. */
 void config_env_note_unknown(struct ocf_cfg_diags *diags);
+/* Appends one INFO per variable of tier tuning or test that the
+ * environment sets (a value no user needs to set, in effect). */
+void config_env_note_not_user(struct ocf_cfg_diags *diags);
 
 /* Formats the value of key k as JSON-like text into buf. */
 void config_format_value(const struct ocf_config *cfg, enum ocf_cfg_key k, char *buf, size_t len);

@@ -183,6 +183,10 @@ void config_apply_at_open(void)
 		config_env_note_unknown(d);
 		unknown_noted = true;
 	}
+	/* Tuning and test variables set: said at each open, as their values
+	 * are resolved at each open. */
+	if (d)
+		config_env_note_not_user(d);
 	pthread_mutex_lock(&stage_lock);
 	overlay_staged_locked(&ocf_cfg);
 	base_valid = false;

@@ -213,7 +213,7 @@ static void nap_seen(uint64_t ns)
 }
 #endif
 
-bool cg_form_available(void) { return ocf_cu.MemcpyBatchAsync && config_env(OCF_E_GROUPED_COPIES); }
+bool cg_form_available(void) { return ocf_cu.MemcpyBatchAsync && ocf_cfg.tuning.grouped_copies; }
 
 CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t k, CUstream stream)
 {
@@ -224,28 +224,29 @@ CUresult cg_memcpy_batch(CUdeviceptr *dst, CUdeviceptr *src, size_t *len, size_t
 
 struct ocf_copy_groups *cg_create(int n)
 {
-	if (n <= 0 || !cg_form_available() || !config_env(OCF_E_CALLER_GROUPS))
+	const struct ocf_tuning *t = &ocf_cfg.tuning;
+	if (n <= 0 || !cg_form_available() || !t->caller_groups)
 		return NULL;
 	struct ocf_copy_groups *cg = calloc(1, sizeof(*cg) + (size_t)n * sizeof(cg->groups[0]));
 	if (!cg)
 		return NULL;
 	pthread_mutex_init(&cg->free_mu, NULL);
 	atomic_init(&cg->on, true);
-	cg->busy_min = (int)config_env(OCF_E_CALLER_GROUPS_BUSY);
+	cg->busy_min = t->caller_groups_busy;
 	/* Bounded (at most 10 ms): a leader's wait holds up every member of
 	 * its queue. */
-	cg->gather_ns = config_env(OCF_E_CALLER_GROUPS_GATHER_US) * 1000;
-	uint64_t nap_us = 0; /* at most 1000: CG_NAP_MAX_NS */
-	cg->nap_adapts = !config_env_given(OCF_E_CALLER_GROUPS_NAP_US, &nap_us);
-	cg->nap_early = (int)config_env(OCF_E_CALLER_GROUPS_NAP_EARLY);
-	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : nap_us * 1000);
+	cg->gather_ns = t->caller_groups_gather_ns;
+	/* At most 1 ms (CG_NAP_MAX_NS) where given. */
+	cg->nap_adapts = t->caller_groups_nap_ns < 0;
+	cg->nap_early = t->caller_groups_nap_early;
+	atomic_init(&cg->nap_ns, cg->nap_adapts ? CG_NAP_START_NS : (uint64_t)t->caller_groups_nap_ns);
 	for (int i = 0; i < CG_STREAMS; i++) {
 		if (ocf_cu.StreamCreate(&cg->streams[cg->nstreams], CU_STREAM_DEFAULT) != CUDA_SUCCESS)
 			break;
 		cg->nstreams++;
 	}
 	/* Never more queues than streams. */
-	cg->nqueues = (int)config_env(OCF_E_CALLER_GROUPS_QUEUES);
+	cg->nqueues = t->caller_groups_queues;
 	if (cg->nqueues > cg->nstreams)
 		cg->nqueues = cg->nstreams;
 	if (cg->nqueues < 1)

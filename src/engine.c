@@ -280,9 +280,8 @@ static int configured_threads(void)
 	long n = OCF_MIN(budget, 16);
 	if (n < (long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS))
 		n = OCF_MIN((long)OCF_EFF(OCF_K_EXEC_MAX_IO_THREADS), budget);
-	uint64_t given;
-	if (config_env_given(OCF_E_IO_THREADS, &given))
-		n = (long)given;
+	if (ocf_cfg.tuning.io_threads >= 0)
+		n = ocf_cfg.tuning.io_threads;
 	if (n < 0)
 		n = 0;
 	if (n > 256)
@@ -316,9 +315,8 @@ static int pool_start(void)
 		 * (NVIDIA's default 4 parallel parts), 0 meaning no bound.
 		 * OPENCUFILE_PARALLEL overrides the first (tests). */
 		parallel_max = (int)OCF_MIN(ocf_cpu_budget(), (long)nworkers + 1);
-		uint64_t given;
-		if (config_env_given(OCF_E_PARALLEL, &given))
-			parallel_max = (int)given;
+		if (ocf_cfg.tuning.parallel >= 0)
+			parallel_max = ocf_cfg.tuning.parallel;
 		request_max = OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM)
 				  ? (int)OCF_MIN(OCF_EFF(OCF_K_EXEC_MAX_REQUEST_PARALLELISM), 256)
 				  : nworkers + 1;
@@ -944,12 +942,12 @@ struct ocf_plan {
 /* The settings the planner reads, as they stand now. */
 static void plan_settings_now(struct plan_settings *s)
 {
-	const struct stripe_cfg *c = stripe_config();
+	const struct ocf_stripe_tuning *c = &ocf_cfg.tuning.stripe;
 	*s = (struct plan_settings){
 	    .parallel_io = ocf_cfg.parallel_io,
 	    .split_above = OCF_EFF(OCF_K_EXEC_MIN_IO_THRESHOLD_SIZE_KB) * 1024,
 	    .min_chunk = ocf_cfg.min_chunk_kb * 1024,
-	    .alone_chunk = (size_t)config_env(OCF_E_ALONE_CHUNK_KB) * 1024,
+	    .alone_chunk = ocf_cfg.tuning.alone_chunk_bytes,
 	    .host_chunk = ocf_cfg.staging_chunk_kb * 1024,
 	    .parallel_max = parallel_max,
 	    .request_max = request_max,

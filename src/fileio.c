@@ -1142,41 +1142,41 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, st
 
 enum { FLUSH_OFF, FLUSH_CLFLUSHOPT, FLUSH_CLWB };
 
-static struct {
-	int mode;
-	int busy;
-	size_t max;
-} flush_cfg;
-static pthread_once_t flush_once = PTHREAD_ONCE_INIT;
-
-static void flush_read_cfg(void)
+/* The write-back OPENCUFILE_FLUSH_STAGED asks for (ocf_cfg.tuning), where
+ * the CPU has it. */
+static int flush_mode(void)
 {
 	/* In the order of OPENCUFILE_FLUSH_STAGED's words (config.c). */
 	static const int asked[] = {FLUSH_CLWB, FLUSH_CLFLUSHOPT, FLUSH_OFF};
 	const struct ocf_cpu_features *cpu = ocf_cpu_features();
-	int want = asked[config_env(OCF_E_FLUSH_STAGED)];
+	int want = asked[ocf_cfg.tuning.flush_staged];
 	if (want == FLUSH_CLWB && cpu->clwb)
-		flush_cfg.mode = FLUSH_CLWB;
-	else if (want == FLUSH_CLFLUSHOPT && cpu->clflushopt)
-		flush_cfg.mode = FLUSH_CLFLUSHOPT;
-	else
-		flush_cfg.mode = FLUSH_OFF;
-	flush_cfg.busy = (int)config_env(OCF_E_FLUSH_BUSY);
-	flush_cfg.max = (size_t)config_env(OCF_E_FLUSH_MAX_KB) * 1024;
+		return FLUSH_CLWB;
+	if (want == FLUSH_CLFLUSHOPT && cpu->clflushopt)
+		return FLUSH_CLFLUSHOPT;
+	return FLUSH_OFF;
+}
+
+void fio_log_settings(void)
+{
 	static const char *const names[] = {"off", "clflushopt", "clwb"};
+	const struct ocf_tuning *t = &ocf_cfg.tuning;
 	log_debug("staged write-back: %s, with at least %d copies busy, of reads up to %zu KiB",
-		  names[flush_cfg.mode], flush_cfg.busy, flush_cfg.max / 1024);
+		  names[flush_mode()], t->flush_busy, t->flush_max_bytes / 1024);
 }
 
 void fio_flush_before_copy(const void *p, size_t n, int busy)
 {
-	pthread_once(&flush_once, flush_read_cfg);
-	if (flush_cfg.mode == FLUSH_OFF || !n || n > flush_cfg.max || busy < flush_cfg.busy || fmap_streamed(p, n))
+	const struct ocf_tuning *t = &ocf_cfg.tuning;
+	if (!n || n > t->flush_max_bytes || busy < t->flush_busy)
+		return;
+	int mode = flush_mode();
+	if (mode == FLUSH_OFF || fmap_streamed(p, n))
 		return;
 #if defined(__x86_64__)
 	/* Encoded as bytes: older assemblers lack the mnemonics. */
 	uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n;
-	if (flush_cfg.mode == FLUSH_CLFLUSHOPT)
+	if (mode == FLUSH_CLFLUSHOPT)
 		for (; a < end; a += 64)
 			__asm__ volatile(".byte 0x66, 0x0f, 0xae, 0x38" ::"a"(a) : "memory"); /* clflushopt (%rax) */
 	else

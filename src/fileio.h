@@ -114,6 +114,8 @@ ssize_t fio_read_staged_part(struct ocf_handle *h, struct ocf_slot *slot, off_t 
  * it), "clflushopt"; OPENCUFILE_FLUSH_BUSY: the smallest `busy` that
  * flushes (8).  x86-64 only; elsewhere a no-op. */
 void fio_flush_before_copy(const void *p, size_t n, int busy);
+/* Logs (DEBUG) the write-back this open's settings give. */
+void fio_log_settings(void);
 
 /* A write's place among the writes of this process to its file
  * (fileio.c, wtrack). */

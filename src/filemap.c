@@ -120,10 +120,13 @@
 #define ZAP_BYTES ((uint64_t)64 << 20) /* served by a window between page-table drops */
 #define HUGE_ALIGN FMAP_FOLIO_MAX       /* a writable window's address, like its offset */
 
+typedef void (*copy_fn)(char *dst, const char *src, size_t n);
+
 struct ocf_fmap {
 	struct ocf_fmap *prev, *next; /* every fmap, under reg_lock */
 	int fd;
 	bool writable;		/* stores (fmap_store), not copies out */
+	copy_fn copy;		/* the copy loop of copies out (OPENCUFILE_MAPPED_READS) */
 	pthread_mutex_t lock;	/* serializes mapping windows */
 	char *base[SLOTS];	/* atomic: the window's first byte, or NULL */
 	uint64_t idx[SLOTS];	/* its window index; written before base is published */
@@ -131,8 +134,6 @@ struct ocf_fmap {
 };
 
 /* ---------------------------------------------------------------- copies */
-
-typedef void (*copy_fn)(char *dst, const char *src, size_t n);
 
 /* Copies through a file's mapping are file I/O, not accesses of the
  * program's memory: threads storing into and copying out of one file race
@@ -235,46 +236,51 @@ FILE_COPY __attribute__((target("avx512f"))) static void copy_avx512(char *dst, 
 }
 #endif
 
-/* ----------------------------------------------------------- configuration */
+/* ----------------------------------------------------------- configuration
+ *
+ * OPENCUFILE_MAPPED_* are ocf_cfg.tuning's (config.h): resolved at driver
+ * open, constant until the close, by which every mapping is gone (each
+ * goes with its handle).  A mapping takes its copy loop when it is made. */
 
-static struct {
-	bool on;
-	uint64_t direct_quiet_ns; /* fmap_copy_direct: the file unchanged this long */
-	bool writes; /* buffered writes stored through writable windows */
-	bool bulk;   /* bulk chunks copied too (with ordinary stores) */
-	copy_fn copy;
-	const char *name;
-} cfg;
-static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+/* OPENCUFILE_MAPPED_READS's words (config.c), in order. */
+enum { MAPPED_BEST, MAPPED_OFF, MAPPED_AVX512, MAPPED_AVX2, MAPPED_SSE2, MAPPED_PLAIN };
 
-static void read_cfg(void)
+/* The copy loop OPENCUFILE_MAPPED_READS asks for ("on": the best one the
+ * CPU runs), and its name. */
+static copy_fn stream_copy(const char **name)
 {
-	/* OPENCUFILE_MAPPED_READS's words (config.c): on, off, avx512, avx2,
-	 * sse2, plain. */
-	enum { WANT_BEST, WANT_OFF, WANT_AVX512, WANT_AVX2, WANT_SSE2, WANT_PLAIN };
-	int want = (int)config_env(OCF_E_MAPPED_READS);
-	cfg.on = true;
-	cfg.writes = config_env(OCF_E_MAPPED_WRITES) != 0;
-	cfg.bulk = config_env(OCF_E_MAPPED_BULK) != 0;
-	cfg.direct_quiet_ns = (uint64_t)config_env(OCF_E_MAPPED_DIRECT_QUIET_MS) * 1000000u;
-	cfg.copy = copy_plain;
-	cfg.name = "plain";
-	if (want == WANT_OFF) {
-		cfg.on = false;
-		log_debug("mapped reads: off (OPENCUFILE_MAPPED_READS)");
-		return;
-	}
+	int want = ocf_cfg.tuning.mapped_reads;
+	*name = "plain";
 #if defined(__x86_64__)
 	const struct ocf_cpu_features *cpu = ocf_cpu_features();
-	if ((want == WANT_BEST || want == WANT_AVX512) && cpu->avx512f)
-		cfg.copy = copy_avx512, cfg.name = "avx512";
-	else if ((want == WANT_BEST || want == WANT_AVX512 || want == WANT_AVX2) && cpu->avx2)
-		cfg.copy = copy_avx2, cfg.name = "avx2";
-	else if (want != WANT_PLAIN)
-		cfg.copy = copy_sse2, cfg.name = "sse2";
+	if ((want == MAPPED_BEST || want == MAPPED_AVX512) && cpu->avx512f) {
+		*name = "avx512";
+		return copy_avx512;
+	}
+	if ((want == MAPPED_BEST || want == MAPPED_AVX512 || want == MAPPED_AVX2) && cpu->avx2) {
+		*name = "avx2";
+		return copy_avx2;
+	}
+	if (want != MAPPED_PLAIN && want != MAPPED_OFF) {
+		*name = "sse2";
+		return copy_sse2;
+	}
+#else
+	(void)want;
 #endif
-	log_debug("mapped reads: on, %s copies; bulk chunks %s", cfg.name,
-		  cfg.bulk ? "with ordinary stores" : "by preadv2");
+	return copy_plain;
+}
+
+void fmap_log_settings(void)
+{
+	const struct ocf_tuning *t = &ocf_cfg.tuning;
+	const char *name;
+	stream_copy(&name);
+	if (t->mapped_reads == MAPPED_OFF)
+		log_debug("mapped reads: off (OPENCUFILE_MAPPED_READS)");
+	else
+		log_debug("mapped reads: on, %s copies; bulk chunks %s", name,
+			  t->mapped_bulk ? "with ordinary stores" : "by preadv2");
 }
 
 /* ------------------------------------------------------------------ SIGBUS */
@@ -437,6 +443,8 @@ static struct ocf_fmap *fmap_new(int fd, bool writable)
 		return NULL;
 	m->fd = fd;
 	m->writable = writable;
+	const char *name;
+	m->copy = stream_copy(&name);
 	pthread_mutex_init(&m->lock, NULL);
 	if (ticker_start(&drop_ticker) != 0) {
 		log_debug("mapped %s off for fd %d: no thread to drop idle mappings", writable ? "writes" : "reads", fd);
@@ -455,16 +463,14 @@ static struct ocf_fmap *fmap_new(int fd, bool writable)
 
 struct ocf_fmap *fmap_create(int fd)
 {
-	pthread_once(&cfg_once, read_cfg);
-	if (!cfg.on || fd < 0)
+	if (ocf_cfg.tuning.mapped_reads == MAPPED_OFF || fd < 0)
 		return NULL;
 	return fmap_new(fd, false);
 }
 
 struct ocf_fmap *fmap_create_writable(int fd)
 {
-	pthread_once(&cfg_once, read_cfg);
-	if (!cfg.writes || fd < 0)
+	if (!ocf_cfg.tuning.mapped_writes || fd < 0)
 		return NULL;
 	return fmap_new(fd, true);
 }
@@ -610,7 +616,7 @@ static ssize_t copy_sized(struct ocf_fmap *m, char *dst, off_t off, size_t n, co
 
 ssize_t fmap_copy(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
-	if (!m || off < 0 || (bulk && !cfg.bulk))
+	if (!m || off < 0 || (bulk && !ocf_cfg.tuning.mapped_bulk))
 		return -1;
 	if (!faults_catchable())
 		return -1;
@@ -645,13 +651,14 @@ static bool quiet_since(struct timespec t, const struct timespec *now, uint64_t 
 
 ssize_t fmap_copy_direct(struct ocf_fmap *m, char *dst, off_t off, size_t n)
 {
-	if (!m || off < 0 || (bulk && !cfg.bulk) || !faults_catchable())
+	if (!m || off < 0 || (bulk && !ocf_cfg.tuning.mapped_bulk) || !faults_catchable())
 		return -1;
 	struct stat a, b;
 	struct timespec now;
 	if (fstat(m->fd, &a) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0)
 		return -1;
-	if (!quiet_since(a.st_ctim, &now, cfg.direct_quiet_ns) || !quiet_since(a.st_mtim, &now, cfg.direct_quiet_ns))
+	uint64_t quiet_ns = ocf_cfg.tuning.mapped_direct_quiet_ns;
+	if (!quiet_since(a.st_ctim, &now, quiet_ns) || !quiet_since(a.st_mtim, &now, quiet_ns))
 		return -1;
 	ssize_t r = copy_sized(m, dst, off, n, &a);
 	if (r > 0 && (fstat(m->fd, &b) != 0 || !same_times(&a, &b)))
@@ -669,7 +676,7 @@ static ssize_t copy_sized(struct ocf_fmap *m, char *dst, off_t off, size_t n, co
 	n = (size_t)OCF_MIN((uint64_t)n, (uint64_t)(st->st_size - off));
 	if (fault_errno(OCF_FAULT_MAPPED))
 		return -1; /* a test's stand-in for a fault in the copy */
-	copy_fn copy = bulk ? copy_plain : cfg.copy;
+	copy_fn copy = bulk ? copy_plain : m->copy;
 	ssize_t r = copy_windows(m, copy, dst, off, n, false);
 	if (r > 0 && copy != copy_plain) {
 		__atomic_fetch_add(&streamed, 1, __ATOMIC_RELAXED);

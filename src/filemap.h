@@ -30,6 +30,8 @@ void fmap_destroy(struct ocf_fmap *m);
 /* Stops the thread that drops idle windows' page-table entries (driver
  * close, after every handle is gone); the next fmap_create starts it. */
 void fmap_stop(void);
+/* Logs (DEBUG) the copies this open's settings give. */
+void fmap_log_settings(void);
 
 /* Copies [off, off+n) of the file into dst, stopping at end of file.
  * Meant for bytes the page cache holds (a page that is not cached is read

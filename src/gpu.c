@@ -725,8 +725,10 @@ void gpu_teardown_all(void)
  * profile (profile.h) counts each wait by how it ended. */
 enum ev_mode { EV_HYBRID, EV_SPIN };
 
-/* OPENCUFILE_EVENT_WAIT's words (config.c) in this order. */
-static int ev_mode(void) { return (int)config_env(OCF_E_EVENT_WAIT); }
+/* OPENCUFILE_EVENT_WAIT's words (config.c) in this order; constant while
+ * the driver is open, so a lane's events (made at its GPU's bring-up) suit
+ * every wait on them until the close destroys them. */
+static int ev_mode(void) { return ocf_cfg.tuning.event_wait; }
 
 bool lane_events_sleep(void) { return ev_mode() != EV_SPIN; }
 
@@ -746,7 +748,7 @@ static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 
  * the H200 machine, docs/benchmarks.md).  The other waits keep the slack:
  * by the clock, one caller's 1 MiB reads (whose read-ahead fillers wait so)
  * went 2-6 % slower. */
-static uint64_t first_nap_ns(void) { return config_env(OCF_E_EVENT_NAP_US) * 1000u; }
+static uint64_t first_nap_ns(void) { return ocf_cfg.tuning.event_nap_ns; }
 
 CUevent gpu_lane_event(const struct ocf_lane *l, int j, size_t bytes)
 {
@@ -915,7 +917,7 @@ void gpu_prewarm_start(int lanes)
 {
 	/* OPENCUFILE_PREWARM=0: GPUs are brought up at their first I/O. */
 	target_lanes = OCF_MAX(lanes, FIRST_ARENA_LANES);
-	if (!cuda_available() || lanes <= 0 || !config_env(OCF_E_PREWARM))
+	if (!cuda_available() || lanes <= 0 || !ocf_cfg.tuning.prewarm)
 		return;
 	for (int d = 0; d < cuda_device_count(); d++) {
 		struct ocf_gpu *g;

@@ -228,7 +228,7 @@ static int open_direct_twin(int fd, int flags)
 	int acc = flags & O_ACCMODE;
 	if (acc != O_RDONLY && acc != O_RDWR)
 		return -1;
-	if (!config_env(OCF_E_BUFFERED_DIRECT))
+	if (!ocf_cfg.tuning.buffered_direct)
 		return -1;
 	int nfd = open_twin(fd, O_RDONLY | O_DIRECT);
 	if (nfd < 0)

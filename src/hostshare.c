@@ -263,8 +263,8 @@ int hs_fill_bound(void)
 
 void hs_start(void)
 {
-	fillers = (int)config_env(OCF_E_READAHEAD_HOST_FILLERS);
-	active_ms = config_env(OCF_E_HOST_SHARE_ACTIVE_MS);
+	fillers = ocf_cfg.tuning.readahead_host_fillers;
+	active_ms = ocf_cfg.tuning.host_share_active_ms;
 	if (!active_ms)
 		active_ms = HS_ACTIVE_MS;
 	/* A token of this open: pid and time mixed (processes of other pid

@@ -73,6 +73,7 @@ struct ocf_job {
 	/* A striped device read (stripe.c): set before any helper can see
 	 * the job, read-only afterwards, except the atomics. */
 	bool striped;
+	bool flush;	       /* each piece written back from the CPU's caches before its copy */
 	struct ocf_lane *lane; /* the caller's lane: its buffers are the stripes */
 	size_t per_stripe;     /* chunks per stripe */
 	size_t nstripes;

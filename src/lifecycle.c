@@ -24,6 +24,7 @@
 #include "cpu_budget.h"
 #include "cuda_loader.h"
 #include "engine.h"
+#include "fileio.h"
 #include "filemap.h"
 #include "readahead.h"
 #include "gpu.h"
@@ -45,6 +46,7 @@ static void load_cuda(void);
 static void arm_exit_after_cuinit(void);
 static void prewarm_gpus(void);
 static void configure_profile(void);
+static void log_file_side(void);
 static void log_opened(void);
 static void stop_engine(void);
 static void log_closed(void);
@@ -90,6 +92,9 @@ const struct driver_step driver_lifecycle[] = {
 	 * OPENCUFILE_STATS_FILE): its file written now and every second by
 	 * a thread of its own; reads the configuration. */
 	{DRIVER_OPEN, stats_publish_start},
+	/* What the file side's tuning (ocf_cfg.tuning, new at each open) gives
+	 * on this CPU: the staged write-back and the mapped copies (DEBUG). */
+	{DRIVER_OPEN, log_file_side},
 	/* Last: the line says what the open found. */
 	{DRIVER_OPEN, log_opened},
 
@@ -179,6 +184,12 @@ static void arm_exit_after_cuinit(void)
 static void prewarm_gpus(void) { gpu_prewarm_start(engine_participants()); }
 
 static void configure_profile(void) { prof_configure(ocf_cfg.cpu_profile); }
+
+static void log_file_side(void)
+{
+	fio_log_settings();
+	fmap_log_settings();
+}
 
 /* Names this library and its file, so that a log says which libcufile.so.0
  * a client ran with (the Python wheel's, a package's, a build's). */

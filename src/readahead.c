@@ -886,7 +886,7 @@ static void ra_reclaim(struct ocf_pool *pool)
 void ra_start(void)
 {
 	bool on = config_env(OCF_E_READAHEAD) != 0;
-	fill_max = (int)OCF_MIN(config_env(OCF_E_READAHEAD_FILLERS), (uint64_t)RA_SLOTS_MAX);
+	fill_max = OCF_MIN(ocf_cfg.tuning.readahead_fillers, RA_SLOTS_MAX);
 	hs_start();
 	engine_set_read_hook(on ? ra_read : NULL);
 	pool_set_reclaim(on ? ra_reclaim : NULL);

@@ -101,35 +101,19 @@
 #include "profile.h"
 #include "watchdog.h"
 
-/* ------------------------------------------------------------ settings */
-
-static struct stripe_cfg cfg;
-static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-static void cfg_read(void)
-{
-	cfg.min_bytes = (size_t)config_env(OCF_E_STRIPE_MIN_KB) * 1024;
-	cfg.max_bytes = (size_t)config_env(OCF_E_STRIPE_MAX_KB) * 1024;
-	cfg.piece = (size_t)config_env(OCF_E_PIECE_KB) * 1024;
-	cfg.stripe = OCF_MAX((size_t)config_env(OCF_E_STRIPE_KB) * 1024, cfg.piece);
-	cfg.participants = (int)config_env(OCF_E_STRIPE_PARTICIPANTS);
-	cfg.flush = config_env(OCF_E_STRIPE_FLUSH) != 0;
-	cfg.spin_ns = config_env(OCF_E_STRIPE_SPIN_US) * 1000;
-	cfg.spin_below_bytes = (size_t)config_env(OCF_E_STRIPE_SPIN_BELOW_KB) * 1024;
-	cfg.spinners = (int)config_env(OCF_E_STRIPE_SPINNERS);
-	cfg.callers = (int)config_env(OCF_E_STRIPE_CALLERS);
-}
-
-const struct stripe_cfg *stripe_config(void)
-{
-	pthread_once(&cfg_once, cfg_read);
-	return &cfg;
-}
+/* ------------------------------------------------------------ settings
+ *
+ * The path's values are ocf_cfg.tuning.stripe (config.h), resolved at
+ * driver open and constant until the close, which joins every helper; a
+ * request reads them while it is planned (the engine hands them to the
+ * planner) and set up (stripe_setup), and what a helper needs of them
+ * travels in the job. */
 
 void stripe_setup(struct ocf_job *job, const struct plan_stripes *sh, struct ocf_lane *lane)
 {
-	const struct stripe_cfg *c = stripe_config();
+	const struct ocf_stripe_tuning *c = &ocf_cfg.tuning.stripe;
 	job->chunk = sh->chunk;
+	job->flush = c->flush;
 	job->skew0 = sh->skew0;
 	job->nchunks = sh->nchunks;
 	job->per_stripe = sh->per_stripe;
@@ -195,7 +179,7 @@ static void read_piece(struct ocf_job *job, size_t idx)
 	prof_time(PROF_T_FILE, t0);
 	if (got > 0) {
 		prof_bytes((size_t)got);
-		if (cfg.flush)
+		if (job->flush)
 			fio_flush_before_copy(dst, (size_t)got, INT_MAX);
 	}
 	if (got < 0)

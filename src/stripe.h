@@ -17,26 +17,6 @@ struct ocf_io;
 struct ocf_job;
 struct ocf_lane;
 
-/* The striped path's sizes, read once (OPENCUFILE_STRIPE_MIN_KB,
- * OPENCUFILE_STRIPE_MAX_KB, OPENCUFILE_PIECE_KB, OPENCUFILE_STRIPE_KB,
- * OPENCUFILE_STRIPE_PARTICIPANTS; docs/configuration.md). */
-struct stripe_cfg {
-	size_t min_bytes, max_bytes; /* requests striped: min_bytes <= len <= max_bytes */
-	size_t piece;		     /* bytes one participant reads at a time */
-	size_t stripe;		     /* bytes copied to the GPU at once */
-	int participants;	     /* of one request, the caller included */
-	bool flush;		     /* write back each piece after reading it */
-	/* Helpers of a striped request below spin_below_bytes poll the
-	 * engine's queue for spin_ns after it (engine.c, worker_main), at
-	 * most spinners of them at once; such a request is cut into
-	 * spinners + 1 pieces. */
-	uint64_t spin_ns;
-	size_t spin_below_bytes;
-	int spinners;
-	int callers; /* striped while fewer callers than this are busy */
-};
-const struct stripe_cfg *stripe_config(void);
-
 /* Sets the job up for its shape and the caller's lane, before any helper
  * can see it. */
 void stripe_setup(struct ocf_job *job, const struct plan_stripes *sh, struct ocf_lane *lane);

@@ -37,22 +37,15 @@
 
 enum ocf_io_backend uring_backend(void)
 {
-	/* -1: not read yet.  Relaxed: every thread computes the same value
-	 * from the same environment, so a race only repeats the work. */
-	static int mode = -1;
-	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
-	if (m < 0) {
-		/* OPENCUFILE_IO_BACKEND's words (config.c): auto, uring, psync. */
-		static const enum ocf_io_backend asked[] = {OCF_IO_AUTO, OCF_IO_URING, OCF_IO_PSYNC};
-		m = (int)asked[config_env(OCF_E_IO_BACKEND)];
-		__atomic_store_n(&mode, m, __ATOMIC_RELAXED);
-	}
+	/* OPENCUFILE_IO_BACKEND's words (config.c): auto, uring, psync. */
+	static const enum ocf_io_backend asked[] = {OCF_IO_AUTO, OCF_IO_URING, OCF_IO_PSYNC};
+	enum ocf_io_backend m = asked[ocf_cfg.tuning.io_backend];
 	/* The environment variable, when set, wins; otherwise
 	 * properties.prefer_iouring sends buffered transfers to the ring too
-	 * (the configuration is fixed while the driver is open). */
+	 * (both are fixed while the driver is open). */
 	if (m == OCF_IO_AUTO && ocf_cfg.prefer_iouring)
 		return OCF_IO_URING;
-	return (enum ocf_io_backend)m;
+	return m;
 }
 
 #ifdef OCF_HAVE_LIBURING

@@ -21,8 +21,9 @@ enum ocf_io_backend {
 	OCF_IO_URING, /* io_uring for every staged transfer */
 };
 
-/* The backend asked for: OPENCUFILE_IO_BACKEND (read once per process)
- * when set, else uring with properties.prefer_iouring, else auto.  Says
+/* The backend asked for: OPENCUFILE_IO_BACKEND (ocf_cfg.tuning, resolved
+ * at each driver open) when set, else uring with properties.prefer_iouring,
+ * else auto.  Says
  * nothing about whether a ring could be set up: see uring_ring_new. */
 enum ocf_io_backend uring_backend(void);
 

@@ -10,10 +10,15 @@
  *     in any case; anything else gives the default;
  *   - a refused or clamped value says the value, what the row accepts and
  *     what is used, logged once per process as a WARN;
- *   - rows read once keep their first value; the others are read anew;
+ *   - rows of tier tuning are resolved by each load of the configuration
+ *     (each driver open) into its `tuning` values, a refused or clamped
+ *     value a WARN of that load; the others are read anew at each ask;
  *   - rows whose default the reader computes say whether a value was given;
  *   - the rows of the project's other programs are never read;
- *   - a variable named OPENCUFILE_* that no row names is reported;
+ *   - every row of tier tuning reaches the `tuning` values, and no other
+ *     row does;
+ *   - a variable named OPENCUFILE_* that no row names is reported; one of
+ *     tier tuning or test that is set is named at INFO with its tier;
  *   - the keys' variables take numbers the same way. */
 #define OCF_CONFIG_UNIT
 #include "config_test_util.h"
@@ -133,19 +138,41 @@ int main(void)
 	T_EQ(config_env_parse(OCF_E_GDSCHECK_ROOT, &v, &text, why, sizeof(why)), OCF_SRC_DEFAULT);
 	T_ASSERT(config_env_text(OCF_E_GDSCHECK_ROOT) == NULL);
 
-	/* Read once: the first value holds; the others are read anew, and a
-	 * bad value is logged once, as a WARN. */
+	/* Tier tuning: each load resolves the value anew, in its reader's
+	 * unit; a value clamped or refused is a message of the load. */
+	t_set_case("tuning values resolved at each load");
+	struct ocf_config cfg;
+	struct ocf_cfg_diags d;
+	t_clear_config_env();
+	setenv("OPENCUFILE_STRIPE_SPIN_US", "8", 1);
+	t_load(t_data("cufile_empty.json"), &cfg, &d);
+	T_EQ(cfg.tuning.stripe.spin_ns, 8000u);
+	T_EQ(d.n, 0);
+	setenv("OPENCUFILE_STRIPE_SPIN_US", "16", 1);
+	t_load(t_data("cufile_empty.json"), &cfg, &d);
+	T_EQ(cfg.tuning.stripe.spin_ns, 16000u);
+	setenv("OPENCUFILE_STRIPE_SPIN_US", "5000", 1);
+	t_load(t_data("cufile_empty.json"), &cfg, &d);
+	T_EQ(cfg.tuning.stripe.spin_ns, 1000000u);
+	T_ASSERT(t_find_diag(&d, "environment OPENCUFILE_STRIPE_SPIN_US=\"5000\"",
+			     "outside [0, 1000] us; using 1000", (const char *)NULL));
+	unsetenv("OPENCUFILE_STRIPE_SPIN_US");
+	t_load(t_data("cufile_empty.json"), &cfg, &d);
+	T_EQ(cfg.tuning.stripe.spin_ns, 50000u);
+	/* A default the reader computes: -1 until the variable gives one. */
+	T_EQ(cfg.tuning.io_threads, -1);
+	setenv("OPENCUFILE_IO_THREADS", "0", 1);
+	t_load(t_data("cufile_empty.json"), &cfg, &d);
+	T_EQ(cfg.tuning.io_threads, 0);
+	unsetenv("OPENCUFILE_IO_THREADS");
+
+	/* The other rows are read at each ask, and a bad value is logged
+	 * once per process, as a WARN. */
 	t_set_case("when read, and logged once");
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/env-parsed-%d.log", t_dir(), (int)getpid());
 	unlink(log);
 	log_set(OCF_LOG_WARN, log);
-	setenv("OPENCUFILE_STRIPE_SPIN_US", "8", 1);
-	T_EQ(config_env(OCF_E_STRIPE_SPIN_US), 8u);
-	setenv("OPENCUFILE_STRIPE_SPIN_US", "16", 1);
-	T_EQ(config_env(OCF_E_STRIPE_SPIN_US), 8u);
-	unsetenv("OPENCUFILE_STRIPE_SPIN_US");
-	T_EQ(config_env(OCF_E_STRIPE_SPIN_US), 8u);
 	setenv("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "300", 1);
 	T_EQ(config_env(OCF_E_BATCH_CANCEL_WAIT_MS), 300u);
 	setenv("OPENCUFILE_BATCH_CANCEL_WAIT_MS", "3000", 1);
@@ -162,7 +189,6 @@ int main(void)
 	unlink(log);
 
 	t_set_case("unknown variables");
-	struct ocf_cfg_diags d;
 	memset(&d, 0, sizeof(d));
 	setenv("OPENCUFILE_NO_SUCH_SETTING", "1", 1);
 	setenv("OPENCUFILE_PIECE_KB", "64", 1);
@@ -175,12 +201,52 @@ int main(void)
 	for (int i = 0; i < d.n; i++)
 		T_EQ(d.d[i].level, OCF_LOG_WARN);
 	unsetenv("OPENCUFILE_NO_SUCH_SETTING");
+
+	t_set_case("tuning and test variables set");
+	setenv("OPENCUFILE_STAGING_REGISTER", "1", 1);
+	setenv("OPENCUFILE_GDSCHECK_ROOT", "/x", 1);
+	memset(&d, 0, sizeof(d));
+	config_env_note_not_user(&d);
+	t_print_diags(&d);
+	T_ASSERT(t_find_diag(&d, "OPENCUFILE_PIECE_KB=\"64\"", "a tuning setting", (const char *)NULL));
+	T_ASSERT(t_find_diag(&d, "OPENCUFILE_STAGING_REGISTER=\"1\"", "a test setting", (const char *)NULL));
+	T_ASSERT(!t_find_diag(&d, "OPENCUFILE_GDSCHECK_ROOT", (const char *)NULL)); /* not the library's */
+	T_ASSERT(!t_find_diag(&d, "OPENCUFILE_WAIT_WATCHDOG_S", (const char *)NULL)); /* a key's: user */
+	for (int i = 0; i < d.n; i++)
+		T_EQ(d.d[i].level, OCF_LOG_INFO);
 	unsetenv("OPENCUFILE_PIECE_KB");
+	unsetenv("OPENCUFILE_STAGING_REGISTER");
+	unsetenv("OPENCUFILE_GDSCHECK_ROOT");
+
+	/* Each row of tier tuning, set to a value other than its default,
+	 * changes the `tuning` values; a row of another tier does not. */
+	t_set_case("every tuning row resolved");
+	struct ocf_config def;
+	t_load(t_data("cufile_empty.json"), &def, &d);
+	for (int e = 0; e < OCF_E_COUNT; e++) {
+		const struct ocf_env_info *r = config_env_info((enum ocf_env)e);
+		char val[32];
+		if (r->type == OCF_ENV_TEXT)
+			continue;
+		uint64_t other = r->def == r->min ? r->max : r->min;
+		const char *next = r->type == OCF_ENV_WORD ? r->words[r->def + 1] : NULL;
+		if (r->type == OCF_ENV_NUMBER)
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)other);
+		else if (r->type == OCF_ENV_SWITCH)
+			snprintf(val, sizeof(val), "%s", r->def ? "off" : "on");
+		else
+			snprintf(val, sizeof(val), "%s", next ? next : r->words[0]);
+		t_set_case("every tuning row resolved: %s=%s", r->var, val);
+		setenv(r->var, val, 1);
+		t_load(t_data("cufile_empty.json"), &cfg, &d);
+		unsetenv(r->var);
+		bool changed = memcmp(&cfg.tuning, &def.tuning, sizeof(cfg.tuning)) != 0;
+		T_EQ(changed, r->tier == OCF_TIER_TUNING);
+	}
 
 	/* A key's variable takes numbers the same way. */
 	t_set_case("a key's variable");
 	t_clear_config_env();
-	struct ocf_config cfg;
 	setenv("OPENCUFILE_WAIT_WATCHDOG_S", "0x10", 1);
 	t_load(t_data("cufile_empty.json"), &cfg, &d);
 	T_ASSERT(t_find_diag(&d, "OPENCUFILE_WAIT_WATCHDOG_S", "not a number (decimal digits)", (const char *)NULL));

@@ -1241,7 +1241,7 @@ int main(int argc, char **argv)
 	else
 		T_FAIL("unknown backend %s", argv[2]);
 	split = getenv("OPENCUFILE_IO_THREADS") != NULL;
-	/* The backend is read once, at the library's first transfer. */
+	/* The backend is resolved at each driver open. */
 	setenv("OPENCUFILE_IO_BACKEND", argv[2], 1);
 	t_cuda_require();
 	if (T_MALLOC_FAULT && t_malloc_init() != 0)

@@ -4,8 +4,9 @@
  *
  *   gdscheck [-p]      platform check: library version, which libcufile.so.0
  *                      this process loaded and why (which_libcufile.c),
- *                      configuration file
- *                      and every effective setting with its source, GPUs
+ *                      configuration file, every setting of tier user
+ *                      with its value and source (the tuning and test
+ *                      ones where set; -k lists them all), GPUs
  *                      (BAR1 size, usable or not), mounted file systems
  *                      (type, O_DIRECT tested), io_uring, nvidia-fs, PCI
  *                      P2PDMA, the data path reads will take, and last one
@@ -13,7 +14,8 @@
  *                      which route could DMA from storage into it, or the
  *                      first missing prerequisite.
  *   gdscheck -k        lists every setting as Markdown tables: the keys, then
- *                      the environment variables (docs/configuration.md).
+ *                      the environment variables, each with its tier
+ *                      (docs/configuration.md).
  *   gdscheck -s FILE   prints a statistics snapshot written by a process
  *                      running with OPENCUFILE_STATS_FILE=FILE (see
  *                      src/stats_file.h; stats_report.c, shared with
@@ -364,6 +366,14 @@ static void check_cpus(void)
 	printf("\n  engine helpers, executor threads and participants per request are sized from it\n");
 }
 
+/* One setting's line of the report: name, value, source and a note. */
+static void setting_line(const char *name, const char *value, enum ocf_cfg_source src, const char *note)
+{
+	printf("  %-44s %-30s %s%s\n", name, value, config_source_name(src), note);
+}
+
+/* The configuration: every setting of tier user with its value and source;
+ * the tuning and test ones only where set (gdscheck -k lists them all). */
 static void check_config(void)
 {
 	struct ocf_config *cfg = calloc(1, sizeof(*cfg));
@@ -385,28 +395,73 @@ static void check_config(void)
 		printf("  %s: %s\n", log_level_name(d->d[i].level), d->d[i].msg);
 	if (d->dropped)
 		printf("  ... %d more messages\n", d->dropped);
+	int hidden[OCF_TIER_TEST + 1] = {0};
+	char note[96];
 	printf("  %-44s %-30s %s\n", "key", "value", "source");
 	for (int k = 0; k < OCF_K_COUNT; k++) {
 		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
+		enum ocf_cfg_source src = (enum ocf_cfg_source)cfg->source[k];
+		if (ki->tier != OCF_TIER_USER && src == OCF_SRC_DEFAULT) {
+			hidden[ki->tier]++;
+			continue;
+		}
 		char v[OCF_CFG_LIST_LEN + 8];
 		config_format_value(cfg, (enum ocf_cfg_key)k, v, sizeof(v));
 		bool inert = strncmp(ki->drives, "accepted", 8) == 0;
-		printf("  %-44s %-30s %s%s\n", ki->path, v, config_source_name((enum ocf_cfg_source)cfg->source[k]),
-		       inert ? " (reported only)" : "");
+		int o = snprintf(note, sizeof(note), "%s", inert ? " (reported only)" : "");
+		if (ki->tier != OCF_TIER_USER)
+			snprintf(note + o, sizeof(note) - (size_t)o, " (%s)", config_tier_name(ki->tier));
+		setting_line(ki->path, v, src, note);
 	}
-	/* The settings that are environment variables only (the library's). */
 	printf("  %-44s %-30s %s\n", "environment variable", "value", "source");
+	/* The keys' variables: the key's value and where it came from. */
+	for (int k = 0; k < OCF_K_COUNT; k++) {
+		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
+		enum ocf_cfg_source src = (enum ocf_cfg_source)cfg->source[k];
+		if (!ki->env || (ki->tier != OCF_TIER_USER && src == OCF_SRC_DEFAULT))
+			continue;
+		char v[OCF_CFG_LIST_LEN + 8];
+		config_format_value(cfg, (enum ocf_cfg_key)k, v, sizeof(v));
+		snprintf(note, sizeof(note), " (%s)", ki->path);
+		setting_line(ki->env, v, src, note);
+	}
+	/* The variables that are no key's: the library's as it parses them,
+	 * the other programs' as they read them. */
 	for (int e = 0; e < OCF_E_COUNT; e++) {
 		const struct ocf_env_info *ei = config_env_info((enum ocf_env)e);
-		if (ei->reader)
-			continue;
 		uint64_t val;
 		const char *text;
 		char why[240], v[160];
-		enum ocf_cfg_source src = config_env_parse((enum ocf_env)e, &val, &text, why, sizeof(why));
-		config_env_format((enum ocf_env)e, val, text, src, v, sizeof(v));
-		printf("  %-44s %-30s %s\n", ei->var, v, config_source_name(src));
+		enum ocf_cfg_source src;
+		if (ei->reader) {
+			text = getenv(ei->var);
+			text = text && *text ? text : NULL;
+			src = text ? OCF_SRC_ENV : OCF_SRC_DEFAULT;
+			config_env_format((enum ocf_env)e, 0, text, src, v, sizeof(v));
+		} else {
+			src = config_env_parse((enum ocf_env)e, &val, &text, why, sizeof(why));
+			config_env_format((enum ocf_env)e, val, text, src, v, sizeof(v));
+		}
+		if (ei->tier != OCF_TIER_USER && !text) {
+			hidden[ei->tier]++;
+			continue;
+		}
+		int o = 0;
+		note[0] = '\0';
+		if (ei->tier != OCF_TIER_USER || ei->reader)
+			o = snprintf(note, sizeof(note), " (");
+		if (ei->tier != OCF_TIER_USER && o > 0)
+			o += snprintf(note + o, sizeof(note) - (size_t)o, "%s%s", config_tier_name(ei->tier),
+				      ei->reader ? ", " : "");
+		if (ei->reader && o > 0)
+			o += snprintf(note + o, sizeof(note) - (size_t)o, "read by %s", ei->reader);
+		if (o > 0 && (size_t)o < sizeof(note))
+			snprintf(note + o, sizeof(note) - (size_t)o, ")");
+		setting_line(ei->var, v, src, note);
 	}
+	printf("  not shown: %d tuning and %d test settings at their defaults; "
+	       "gdscheck -k lists every setting with its tier\n",
+	       hidden[OCF_TIER_TUNING], hidden[OCF_TIER_TEST]);
 	free(cfg);
 	free(d);
 }
@@ -470,8 +525,8 @@ static void refusal_words(enum ocf_cfg_key k, char *buf, size_t len)
 static void print_env_table(void)
 {
 	static const char *const type_names[] = {"number", "switch", "word", "text"};
-	printf("| variable | type | default | range | read by | what it does |\n");
-	printf("| --- | --- | --- | --- | --- | --- |\n");
+	printf("| variable | tier | type | default | range | read by | what it does |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int e = 0; e < OCF_E_COUNT; e++) {
 		const struct ocf_env_info *ei = config_env_info((enum ocf_env)e);
 		char def[160], range[128] = "", type[32];
@@ -499,9 +554,11 @@ static void print_env_table(void)
 			for (const char *const *w = ei->words; *w && o < (int)sizeof(range) - 1; w++)
 				o += snprintf(range + o, sizeof(range) - (size_t)o, "%s%s", o ? ", " : "", *w);
 		}
-		printf("| `%s` | %s | %s | %s | %s | %s |\n", ei->var, type, def, range,
-		       ei->reader ? ei->reader : ei->flags & OCF_ENV_ONCE ? "the library, once" : "the library",
-		       ei->doc);
+		const char *reader = ei->reader ? ei->reader : "the library";
+		if (!ei->reader && ei->tier == OCF_TIER_TUNING)
+			reader = "the library, at open";
+		printf("| `%s` | %s | %s | %s | %s | %s | %s |\n", ei->var, config_tier_name(ei->tier), type,
+		       def, range, reader, ei->doc);
 	}
 }
 
@@ -512,8 +569,8 @@ static void print_key_table(void)
 						 "object"};
 	struct ocf_config def;
 	config_load_defaults(&def);
-	printf("| key | type | default | range | refused | environment | what it drives here |\n");
-	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+	printf("| key | tier | type | default | range | refused | environment | what it drives here |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int k = 0; k < OCF_K_COUNT; k++) {
 		const struct ocf_cfg_key_info *ki = config_key_info((enum ocf_cfg_key)k);
 		char v[OCF_CFG_LIST_LEN + 8], range[128] = "", refused[128];
@@ -530,8 +587,8 @@ static void print_key_table(void)
 		char env[64] = "";
 		if (ki->env)
 			snprintf(env, sizeof(env), "`%s`", ki->env);
-		printf("| `%s` | %s | `%s` | %s | %s | %s | %s |\n", ki->path, type_names[ki->type], v, range, refused,
-		       env, ki->drives);
+		printf("| `%s` | %s | %s | `%s` | %s | %s | %s | %s |\n", ki->path, config_tier_name(ki->tier),
+		       type_names[ki->type], v, range, refused, env, ki->drives);
 	}
 }
 
