@@ -33,8 +33,8 @@
  *   - nothing hangs (a watchdog fails the test): no lock was left held and
  *     no in-flight count was left raised, or the close would wait forever.
  * Each cell's tally (faults hit; documented errors, partial results,
- * absorbed) is printed, and a total per run: docs/reliability.md holds the
- * table.
+ * absorbed) is printed, and a total per run: docs/history/reliability.md
+ * holds the totals of one run.
  *
  * Families: read write bufregister handleregister driveropen batch async.
  */
