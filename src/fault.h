@@ -4,12 +4,14 @@
  * test builds.
  *
  * The library calls fault_pread(), fault_pwrite(), fault_preadv2(),
- * fault_open(), fault_fstat() and fault_fcntl() where it would call the
- * system directly, an io_uring completion path passes each completion's
- * result through fault_uring_res(), and the calls that can only fail
- * (cachestat, statx, io_uring submission and waiting, io_uring buffer
- * registration) ask fault_errno() first.  In an ordinary build (the installed libcufile.so) they
- * are the plain system calls, inlined: there is no hook and nothing to arm.
+ * fault_open(), fault_fstat(), fault_fcntl() and fault_fallocate() where it
+ * would call the system directly, an io_uring completion path passes each
+ * completion's result through fault_uring_res(), and the calls that can
+ * only fail (cachestat, statx, io_uring submission and waiting, io_uring
+ * buffer registration, a copy or a store through a file's mapping) ask
+ * fault_errno() first.  In an ordinary build (the installed libcufile.so)
+ * they are the plain system calls, inlined: there is no hook and nothing
+ * to arm.
  * Only the test variant of the library (libcufile-faultinject.so, built with
  * OCF_FAULT_INJECTION, never installed) routes them through fault.c, whose
  * ocf_fault_* functions a test calls to make the Nth call fail or come up
@@ -38,7 +40,8 @@ enum ocf_fault_call {
 	/* Added later; kept after the first six so that their numbers stay. */
 	OCF_FAULT_PREADV2,      /* preadv2(RWF_NOWAIT): page-cache copies of buffered reads */
 	OCF_FAULT_CACHESTAT,    /* cachestat(2): how much of a range the page cache holds */
-	OCF_FAULT_STATX,        /* statx(STATX_DIOALIGN) at registration of an O_DIRECT descriptor */
+	OCF_FAULT_STATX,        /* statx: STATX_DIOALIGN at registration of an O_DIRECT
+				 * descriptor, STATX_SIZE in a write's preparation */
 	OCF_FAULT_URING_ENTER,  /* io_uring submission and waiting (io_uring_enter) */
 	OCF_FAULT_URING_REGBUF, /* io_uring_register_buffers of a lane's staging buffers */
 	OCF_FAULT_MAPPED,       /* a copy through a file mapping (filemap.c): an injected errno

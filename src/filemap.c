@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * filemap.c - cached file bytes copied into staging through a read-only
- * mapping of the file, with stores that bypass the CPU caches.
+ * filemap.c - a file's mappings: cached bytes copied into staging through
+ * read-only windows, with stores that bypass the CPU caches; buffered
+ * writes stored through writable windows.
  *
  * DESIGN: why.  A staged read copies file bytes into pinned memory and the
  * GPU then reads that memory by DMA.  Filled by pread, the staging buffer's
@@ -9,49 +10,64 @@
  * is slow: on the H200 machine a 1 MiB host-to-device copy of a buffer just
  * filled by pread took 47 µs, of one filled with non-temporal stores 28 µs,
  * and eight threads staging 256 KiB chunks moved 20 GB/s the first way and
- * 31 the second at 0.40 against 0.25 CPU s/GB (docs/benchmarks.md).  The
+ * 31 the second at 0.40 against 0.25 CPU s/GB (docs/history/benchmarks.md).
+ * The
  * kernel's copy in pread cannot be told to bypass the caches; a copy of our
  * own can, if it can see the page cache: through a mapping of the file.
  * (Copying pread's output a second time costs more than it saves, and
  * writing the lines back with clwb costs CPU: fileio.c does that only where
  * this path does not run.)
  *
- * DESIGN: where.  A buffered handle's staged reads (device memory), for the
- * range cachestat found cached (fileio.c).  Not reads into host memory,
- * which the program reads next and wants in its caches; not an O_DIRECT
- * handle's: a copy through a mapping is not atomic per page (a direct
- * write that invalidates a page mid-copy leaves the rest of the copy to
- * the page read in again), and a racing direct write must find each block
- * of an O_DIRECT read old or new, as preadv2's whole-page copies keep it.
- * A buffered read racing with a write has no such promise.
+ * DESIGN: where.  A handle's staged reads (device memory, and an O_DIRECT
+ * handle's host memory), for the range cachestat found cached (fileio.c).
+ * Not a buffered handle's reads into host memory, which the program reads
+ * next and wants in its caches.  An O_DIRECT handle's copies only while
+ * its file is quiet (fmap_copy_direct): a copy through a mapping is not
+ * atomic per page (a direct write that invalidates a page mid-copy leaves
+ * the rest of the copy to the page read in again), and a racing direct
+ * write must find each block of an O_DIRECT read old or new, as preadv2's
+ * whole-page copies keep it.  A direct write updates the file's times when
+ * it begins, before it invalidates anything, so a copy that begins when
+ * both times are OPENCUFILE_MAPPED_DIRECT_QUIET_MS (10 s) old, and finds
+ * them unchanged when it ends, raced no write.  A buffered read racing
+ * with a write has no such promise.
+ *
+ * DESIGN: writes.  A buffered write's pieces that cover whole 2 MiB regions
+ * of the file are stored through writable windows (fmap_store; fileio.c
+ * decides where, with the blocks reserved first): a store's page fault
+ * takes no file lock, so writers of one file move in parallel, where
+ * pwrite holds the file's write lock for its whole copy.  Writable windows
+ * are placed at addresses aligned like their file offsets to 2 MiB and
+ * marked MADV_HUGEPAGE, so that one fault maps a whole folio, and
+ * MADV_DONTFORK.
  *
  * DESIGN: how.  Each handle's file is mapped lazily in windows of 1 GiB
- * (PROT_READ, MAP_SHARED: the page cache's own pages, coherent with every
- * read and write of the file as pread is), found by file offset in a table
- * of 256 slots: a window is mapped on first use under the table's lock,
- * published with a release store and never replaced or unmapped before the
- * handle's last reference goes, so a copy looks its window up without a
- * lock.  A table slot already taken by another window (a file past 256
- * GiB), or 4096 windows in the process, sends the read to pread.  Windows
- * are MADV_RANDOM: a fault maps the cached pages around it but starts no
- * readahead, so a range the caller leaves uncached stays uncached.  They are
- * mapped PROT_NONE, unlocked, then made readable, so that a process under
- * mlockall(MCL_FUTURE) does not lock and read in a whole window.
+ * (PROT_READ, MAP_SHARED: the page cache's own pages, coherent with every read
+ * and write of the file as pread is), found by file offset in a table of 256
+ * slots: a window is mapped on first use under the table's lock, published with
+ * a release store and never replaced or unmapped while the handle's I/O may use
+ * it (the windows go when the handle's files are closed: at its deregistration,
+ * once the calls using it have left, or with its last reference), so a copy
+ * looks its window up without a lock.  A table slot already taken by another
+ * window (a file past 256 GiB), or 4096 windows in the process, sends the read
+ * to pread.  Windows are MADV_RANDOM: a fault maps the cached pages around it
+ * but starts no readahead, so a range the caller leaves uncached stays
+ * uncached.  They are mapped PROT_NONE, unlocked, then made readable, so that a
+ * process under mlockall(MCL_FUTURE) does not lock and read in a whole window.
  *
  * DESIGN: what stays mapped.  A mapped page is one that posix_fadvise
  * (POSIX_FADV_DONTNEED) and drop_caches leave in the page cache, and one the
- * process's resident size counts.  So a window's page-table entries are
- * dropped (MADV_DONTNEED: the pages stay cached, only our mapping of them
- * goes) once it has served 64 MiB since the last drop, by the copy that
- * crosses that mark, and every second by a ticker thread for any window
- * that served bytes since; and the windows go with the handle.  A page a
- * read copied is therefore mapped for at most about a second after the
- * read, and at most 64 MiB of a window at any time.  A drop costs one TLB
- * shootdown, an interrupt of every CPU that runs a thread of the process:
- * dropping after every copy cost a lone 64 KiB reader a third of its speed
- * on the H200 machine, and after every 2 MiB cost eight callers of 16 MiB
- * reads a few per cent.  Later copies fault the pages in again, at about
- * the cost of pread's own walk of the page cache.
+ * process's resident size counts.  So a window's page-table entries are dropped
+ * (MADV_DONTNEED: the pages stay cached, only our mapping of them goes) once it
+ * has served 64 MiB since the last drop, by the copy that crosses that mark,
+ * and every second by a ticker thread for any window that served bytes since;
+ * and the windows go with the handle's files.  A page a read copied is
+ * therefore mapped for at most about a second after the read, and at most 64
+ * MiB of a window at any time.  A drop costs one TLB shootdown, an interrupt of
+ * every CPU that runs a thread of the process: dropping after every copy cost a
+ * lone 64 KiB reader a third of its speed on the H200 machine, and after every
+ * 2 MiB cost eight callers of 16 MiB reads a few per cent.  Later copies fault
+ * the pages in again, at about the cost of pread's own walk of the page cache.
  *
  * DESIGN: when streaming stores lose.  Streaming pays where a request
  * waits for its copies: one 1-4 MiB call, 16 callers of 1 MiB (27 GB/s with
@@ -68,24 +84,23 @@
  * process (the mapping's page faults cost what pread's page-cache walk
  * does) at a tenth less CPU, and 10-20 % faster with two processes
  * reading at once on the two-GPU host, where memory bandwidth is shared
- * (docs/benchmarks.md, 2026-11-28).  OPENCUFILE_MAPPED_BULK=off leaves
+ * (docs/history/benchmarks.md, 2026-11-28).  OPENCUFILE_MAPPED_BULK=off leaves
  * them to preadv2.
  *
  * DESIGN: faults.  A mapped page that is no longer backed (the file was
- * truncated between the size check and the copy, or reading an evicted
- * page from the disk failed) raises SIGBUS in the copying thread.  A
- * process-wide handler, installed at the first copy with the previous one
- * saved, jumps back out of the copy when the fault address lies in the
- * range the current thread is copying (a pointer in initial-exec TLS: no
- * allocation in the handler); every other SIGBUS goes to the previous
- * handler or the default action, as it would without us.  The copy then
- * returns -1 and the caller reads the range with pread, which reports the
+ * truncated between the size check and the copy, or reading an evicted page
+ * from the disk failed) raises SIGBUS in the copying thread.  A process-wide
+ * handler, installed at the first copy with the previous one saved, jumps back
+ * out of the copy when the fault address lies in the range the current thread
+ * is copying (a pointer in initial-exec TLS: no allocation in the handler);
+ * every other SIGBUS goes to the previous handler or the default action, as it
+ * would without us.  The copy then returns -1 and the caller reads the range
+ * with preadv2 (a store's piece is written with pwrite), which reports the
  * short count or the error.  A fault can be caught only if our handler is
- * installed and SIGBUS is not blocked in the thread (a blocked SIGBUS from
- * a fault kills the process), so both are checked before every copy: if
- * the application has since installed its own handler, mapped reads stop
- * for the process (said once in the log); a thread that blocks SIGBUS reads
- * with pread.
+ * installed and SIGBUS is not blocked in the thread (a blocked SIGBUS from a
+ * fault kills the process), so both are checked before every copy: if the
+ * application has since installed its own handler, mapped reads stop for the
+ * process (said once in the log); a thread that blocks SIGBUS reads with pread.
  */
 #define _GNU_SOURCE
 #include "filemap.h"
@@ -505,7 +520,7 @@ void fmap_destroy(struct ocf_fmap *m)
  * 2 MiB and marked MADV_HUGEPAGE, so that a store's fault can bring in and
  * map a whole 2 MiB folio of blocks reserved beforehand: 8 threads storing
  * into such blocks moved 15-16 GB/s on the H200 machine, 1.4-1.7 with
- * 4 KiB faults (bench/ceilings -t writes, docs/benchmarks.md); and
+ * 4 KiB faults (bench/ceilings -t writes, docs/history/benchmarks.md); and
  * MADV_DONTFORK, so that a child of the process gets no writable mapping
  * of the application's file. */
 static void *map_window(struct ocf_fmap *m, uint64_t idx)

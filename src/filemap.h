@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * filemap.h - cached file bytes copied into staging through a read-only
- * mapping of the file, with stores that bypass the CPU caches.
+ * filemap.h - a file's mappings: cached bytes copied into staging through
+ * read-only windows, with stores that bypass the CPU caches; buffered
+ * writes stored through writable windows.
  */
 #ifndef OCF_FILEMAP_H_
 #define OCF_FILEMAP_H_
@@ -25,7 +26,9 @@ struct ocf_fmap *fmap_create(int fd);
  * writing): windows that stores go through (fmap_store), or NULL where
  * mapped writes are off (OPENCUFILE_MAPPED_WRITES). */
 struct ocf_fmap *fmap_create_writable(int fd);
-/* Unmaps everything; no copy may be running (the handle's last reference). */
+/* Unmaps everything; no copy or store may be running (the handle's files
+ * closed: its deregistration once its calls have left, or its last
+ * reference). */
 void fmap_destroy(struct ocf_fmap *m);
 /* Stops the thread that drops idle windows' page-table entries (driver
  * close, after every handle is gone); the next fmap_create starts it. */
@@ -65,8 +68,9 @@ ssize_t fmap_copy_direct(struct ocf_fmap *m, char *dst, off_t off, size_t n);
  * writes the range with a system call, which reports what happens. */
 ssize_t fmap_store(struct ocf_fmap *m, off_t off, const char *src, size_t n);
 
-/* The calling thread's next copies are bulk (fio_bulk_reads: on) and are
- * left to preadv2 (fmap_copy returns -1), or not (off). */
+/* The calling thread's next copies are bulk (fio_bulk_reads: on), copied
+ * with ordinary stores (or left to preadv2, fmap_copy returning -1, with
+ * OPENCUFILE_MAPPED_BULK=off), or not (off). */
 void fmap_bulk(bool on);
 
 /* A staged read of this thread begins (fileio.c): fmap_streamed says no

@@ -4,13 +4,13 @@
  * read by several threads at once, copied to the GPU by its caller alone.
  *
  * DESIGN
- * Why: a request of 1-16 MiB from one caller cannot pass one thread's
- * page-cache speed (8.5-9.4 GB/s on the GPU machine) if the caller reads
- * it alone, and splitting it the way large requests are split (each
- * participant with its own lane, its own copies and its own waits) costs
- * more than it gains at this size: on the H200 machine nine threads
- * queuing 128 KiB copies spent 16 us per copy submission contending for
- * the driver, and each waited for its own small copy (docs/benchmarks.md,
+ * Why: a request of a few MiB cannot pass one thread's page-cache speed
+ * (8.5-9.4 GB/s on the GPU machine) if its caller reads it alone, and
+ * splitting it the way large requests are split (each participant with
+ * its own lane, its own copies and its own waits) costs more than it
+ * gains at this size: on the H200 machine nine threads queuing 128 KiB
+ * copies spent 16 us per copy submission contending for the driver, and
+ * each waited for its own small copy (docs/history/benchmarks.md,
  * 2026-11-26).  Here the copies stay few and on one thread:
  *
  *   - The request is cut into pieces (chunks of job.h, 256 KiB) that start
@@ -63,21 +63,26 @@
  * running.  One caller's 1 MiB reads at random offsets: 12.7-13.3 GB/s at
  * 0.22-0.23 CPU s/GB, against 11.6 (0.20) striped without it and 7.1-7.7
  * (0.13-0.14) unstriped; at 2 MiB the polling bought nothing (H200
- * machine, 2026-11-27, docs/benchmarks.md).
+ * machine, 2026-11-27, docs/history/benchmarks.md).
  *
  * Used for device reads of primary-context memory between
- * OPENCUFILE_STRIPE_MIN_KB (1024) and OPENCUFILE_STRIPE_MAX_KB (8192) by a
- * caller alone in the engine, when at least one helper is free; larger
- * requests, writes, vectored and stream requests keep the per-participant
- * lanes of engine.c (a 16 MiB request went faster there with eight
- * participants: 19.7 GB/s against 14.2 striped, H200 machine).
+ * OPENCUFILE_STRIPE_MIN_KB (1024) and OPENCUFILE_STRIPE_MAX_KB (8192), as
+ * the planner decides (planner.c, plan_request): by a caller alone in the
+ * engine, or by one of fewer than OPENCUFILE_STRIPE_CALLERS (4) busy
+ * callers whose handle has no read-ahead window open (a window serves a
+ * reader in order better; more callers keep the CPUs and the copy engine
+ * busy themselves), when helpers are free.  A few callers striped at once
+ * each stripe into their own lanes.  Larger requests, writes, vectored
+ * and stream requests keep the per-participant lanes of engine.c (a
+ * 16 MiB request went faster there with eight participants: 19.7 GB/s
+ * against 14.2 striped, H200 machine).
  *
  * Why the write-back: on the H200 machine a 1 MiB copy of data the CPU
  * has just written takes 48-50 us against 28 us for data written long ago
  * (bench/ceilings -t dirty).  With it (and the two rules above), one
  * caller's 4 MiB calls went 11.7-13.3 GB/s against 7.9-8.5, its 8 MiB calls
- * 16.4-16.6 against 12.0-12.2 (docs/benchmarks.md, 2026-11-26 late);
- * OPENCUFILE_STRIPE_FLUSH=0 turns it off.
+ * 16.4-16.6 against 12.0-12.2 (docs/history/benchmarks.md, 2026-11-26
+ * late); OPENCUFILE_STRIPE_FLUSH=0 turns it off.
  */
 #define _GNU_SOURCE
 #include "stripe.h"
