@@ -721,7 +721,7 @@ static void test_pwrite(const char *file, uint64_t bytes)
  * and +thp: the mapping 2 MiB-aligned and MADV_HUGEPAGE, so that a fault
  * can bring in and map a 2 MiB folio (populating the pages first with
  * MADV_POPULATE_WRITE or _READ, or posix_fadvise WILLNEED, gained nothing
- * on the H200 machine: docs/benchmarks.md); into a new file (created empty; a mapping's file
+ * on the H200 machine: docs/history/benchmarks.md); into a new file (created empty; a mapping's file
  * extended with ftruncate, its blocks allocated at the faults), into blocks
  * reserved beforehand (fallocate, timed with the writes: "res") and over
  * clean cached pages of the same file ("cached").  Then the disk: O_DIRECT

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The page-cache zero-copy experiment on the GPU machine: builds bench/zerocopy,
 # writes a 4 GiB file on the real disk, warms it, and runs the experiment
-# (docs/benchmarks.md, "Zero-copy from the page cache").  Knobs: ZC_SIZE (4G),
+# (docs/history/benchmarks.md, "Zero-copy from the page cache").  Knobs: ZC_SIZE (4G),
 # ZC_ARGS (extra zerocopy arguments), GPU_SCRATCH (gpu-scratch).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -27,11 +27,11 @@
  * 64 KiB took as long on 8 threads as on one.  Larger submissions keep merging
  * across claims: there every thread has claims of its own, and shorter runs
  * only cost more reads and copies (runs merged in small submissions too were
- * measured, docs/benchmarks.md).  Copies stay gathered across claims
+ * measured, docs/history/benchmarks.md).  Copies stay gathered across claims
  * (up to 16, or the end of the staging buffer): queuing each claim's copies
  * when the claim was read, so that they overlap the next claim's reads,
  * made grouped calls smaller and cost 16 batches of 128 scattered entries
- * in flight 15 %, one such batch 10 % (H200 machine, docs/benchmarks.md).
+ * in flight 15 %, one such batch 10 % (H200 machine, docs/history/benchmarks.md).
  * Per-entry failures land in the entry's event; everything the synchronous
  * path accepts works (any memory kind, alignment, the parallel engine for
  * large entries), since what the staged path does not serve goes through
@@ -97,7 +97,7 @@
  * serving entries nobody had claimed yet itself, as an executor thread
  * would (a batch of 8 x 64 KiB level at 59 us; 4 threads x 4 batches of
  * 128 scattered entries 10 % slower, each thread serving its own batch
- * instead of reaping and submitting; H200 machine, docs/benchmarks.md).
+ * instead of reaping and submitting; H200 machine, docs/history/benchmarks.md).
  *
  * Locks: table_lock (slots, next_gen) is taken before a batch's lock; a
  * batch's lock before the executor's queue lock.  The driver's state lock

@@ -27,14 +27,14 @@
  * when it ends with requests still queued.  Before it takes the queue a
  * leader waits up to 3 us (OPENCUFILE_CALLER_GROUPS_GATHER_US) for a full
  * group (waiting only until a share of the busy participants was queued
- * was measured and not kept, docs/benchmarks.md); groups otherwise form
+ * was measured and not kept, docs/history/benchmarks.md); groups otherwise form
  * only while a
  * leader is busy in the driver - exactly when copies contend.  A request
  * found alone is handed back to its thread, which queues it as before
  * (CG_ALONE).  Only while at least 10 participants are busy in the engine
  * (OPENCUFILE_CALLER_GROUPS_BUSY) does a copy try to join a group.
  *
- * Measured (H200 machine, 16 threads x 64 KiB, docs/benchmarks.md): with
+ * Measured (H200 machine, 16 threads x 64 KiB, docs/history/benchmarks.md): with
  * one queue, without the wait 11 % of the copies were grouped (3.2 a
  * group) and nothing changed; with 1 us 85 % (3.9 a group): 17.5-20.2
  * GB/s against 16.1-16.8 ungrouped, p99 95-112 us against 150-154.  The
@@ -68,7 +68,7 @@
  * not nap after queuing their own group: tried (an adaptive nap of their
  * own), 16 x 64 KiB went 4 % slower for no less CPU, 16 x 256 KiB level
  * at 0.31 CPU s/GB against 0.34.
- * Measured (16 x 64 KiB, docs/benchmarks.md; H200 hosts, each against no
+ * Measured (16 x 64 KiB, docs/history/benchmarks.md; H200 hosts, each against no
  * nap in the same call): whole-process CPU 0.66-0.71 -> 0.47-0.54 s/GB
  * (naps of 17-33 us), GB/s 2-5 % lower on three hosts, 2-3 % higher on a
  * fourth; on a fifth, fixed

@@ -718,7 +718,7 @@ void gpu_teardown_all(void)
  * BLOCKING_SYNC (the driver's default policy spins while the process has
  * fewer busy threads than CPUs): the engine's workers then spent about 4 x
  * the user CPU per GB of NVIDIA's library spinning on copies that take
- * hundreds of microseconds (docs/benchmarks.md; so did sleeping on every
+ * hundreds of microseconds (docs/history/benchmarks.md; so did sleeping on every
  * copy, never polling, measured there too).  OPENCUFILE_EVENT_WAIT=spin
  * brings the old wait back: events without BLOCKING_SYNC, whose waits make
  * no system call (a GPU test counts the system calls of transfers).  The
@@ -745,7 +745,7 @@ static uint64_t spin_budget_ns(size_t bytes) { return 30000 + (uint64_t)bytes / 
  * timer slack (50 us) a 20 us nap may last 70, and a copy queued behind
  * others' be seen done that much late, with every entry of the buffer
  * waiting on it (one batch of 128 scattered 64 KiB entries 2-12 % faster on
- * the H200 machine, docs/benchmarks.md).  The other waits keep the slack:
+ * the H200 machine, docs/history/benchmarks.md).  The other waits keep the slack:
  * by the clock, one caller's 1 MiB reads (whose read-ahead fillers wait so)
  * went 2-6 % slower. */
 static uint64_t first_nap_ns(void) { return ocf_cfg.tuning.event_nap_ns; }

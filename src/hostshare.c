@@ -8,7 +8,7 @@
  * memory bandwidth.  One process alone fills with as many helpers as it
  * has buffers queued; two processes that each do so (a model's shards
  * loaded by one process per GPU) copy no faster than with a few helpers
- * each, and spend a third more CPU per byte doing it (docs/benchmarks.md,
+ * each, and spend a third more CPU per byte doing it (docs/history/benchmarks.md,
  * nvidia-h200-x2).  So the processes that fill windows at once divide a
  * number of fillers for the host (OPENCUFILE_READAHEAD_HOST_FILLERS, 8):
  * with k of them active, each window of each fills with at most

@@ -39,7 +39,7 @@
  *    file read of one chunk overlaps the copy of the one before.  One
  *    caller's 1 MiB reads went 5.7-6.4 GB/s against 5.3-5.6 with whole
  *    chunks, at random offsets 6.3 against 5.1-5.7, at less CPU per GB
- *    (H200 machine, docs/benchmarks.md, 2026-11-27).  Only when alone:
+ *    (H200 machine, docs/history/benchmarks.md, 2026-11-27).  Only when alone:
  *    where other callers are busy their copies keep the copy engine busy,
  *    and more copies and waits per request cost 4 x 256 KiB and 16 x 1 MiB
  *    10-25 %.  Even chunks: a short last chunk (below fileio.c's probing

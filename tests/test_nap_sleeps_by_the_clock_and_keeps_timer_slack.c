@@ -4,7 +4,7 @@
  * members (copygroup.c): it sleeps at least the time asked, and the calling
  * thread's timer slack is what it was before, whether the default 50 us,
  * another value, or already 1 ns.  (How much shorter than the slack the nap
- * is cannot be asserted under load; docs/benchmarks.md has the measurement.)
+ * is cannot be asserted under load; docs/history/benchmarks.md has the measurement.)
  */
 #include <sys/prctl.h>
 

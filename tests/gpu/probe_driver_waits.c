@@ -127,7 +127,7 @@ static CUresult do_blocker(const char *name)
 	if (!strcmp(name, "cuMemHostUnregister"))
 		return cuMemHostUnregister(H_reg);
 	/* A window of a file's page cache: its read-only mapping pinned
-	 * (the zero-copy idea of docs/benchmarks.md), and one pinned before
+	 * (the zero-copy idea of docs/history/benchmarks.md), and one pinned before
 	 * the stream was blocked, unpinned. */
 	if (!strcmp(name, "cuMemHostRegister-file-ro"))
 		return cuMemHostRegister(F_map, 16 * MIB, CU_MEMHOSTREGISTER_READ_ONLY);
