@@ -6,9 +6,9 @@
  * Batch entries and stream operations are both "run I/O later, on another
  * thread, then complete".  Each family has its own executor (the same code,
  * two instances): a doubly linked FIFO of struct async_op under one mutex,
- * and N threads (OPENCUFILE_ASYNC_THREADS, default the number of
- * CPUs clamped to [4, 16] and to execution.max_io_queue_depth) that take
- * the head and call op->run().  The engine below them already splits large
+ * and N threads (OPENCUFILE_ASYNC_THREADS, default the CPU budget,
+ * cpu_budget.h, clamped to [2, 16] and to execution.max_io_queue_depth)
+ * that take the head and call op->run().  The engine below them already splits large
  * requests over its own helpers, so N bounds how many requests are in
  * flight, not how many threads touch one request.  Why two: batch entries
  * copy through staging lanes (CUDA calls, which the real driver holds back

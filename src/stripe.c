@@ -68,10 +68,10 @@
  * Used for device reads of primary-context memory between
  * OPENCUFILE_STRIPE_MIN_KB (1024) and OPENCUFILE_STRIPE_MAX_KB (8192), as
  * the planner decides (planner.c, plan_request): by a caller alone in the
- * engine, or by one of fewer than OPENCUFILE_STRIPE_CALLERS (4) busy
- * callers whose handle has no read-ahead window open (a window serves a
- * reader in order better; more callers keep the CPUs and the copy engine
- * busy themselves), when helpers are free.  A few callers striped at once
+ * engine, or while fewer than OPENCUFILE_STRIPE_CALLERS (4) other callers
+ * are busy and its handle has no read-ahead window open (a window serves
+ * a reader in order better; more callers keep the CPUs and the copy
+ * engine busy themselves), when helpers are free.  A few callers striped at once
  * each stripe into their own lanes.  Larger requests, writes, vectored
  * and stream requests keep the per-participant lanes of engine.c (a
  * 16 MiB request went faster there with eight participants: 19.7 GB/s

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ticker.h - a thread that calls a function once a second while the driver
- * is open (the watchdog's scan, the statistics snapshot).
+ * is open: each user has its own (the watchdog's scan, the statistics
+ * snapshot, the file mappings' page-table drops, idle read-ahead windows).
  *
- * Started at driver open and stopped (joined) at close; tick() runs on the
+ * Started by its user (at driver open, or at first use) and stopped
+ * (joined) at close; tick() runs on the
  * ticker's thread without the ticker's lock, so it may take its own.  A
  * ticker is a static object:
  *   static struct ocf_ticker t = OCF_TICKER_INIT(my_tick);
