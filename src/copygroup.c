@@ -20,16 +20,16 @@
  * streams (in turn; each queue its own streams where the queues' count
  * divides four), records one event of a preallocated pool after them, and
  * hands every member the event; it repeats until its own request is
- * queued, then stops leading.  Others
- * spin on their request meanwhile (a driver call, microseconds; after
- * 20 us they yield the CPU on every turn, for a leader that lost its own
- * on a machine with more threads than CPUs) and take over the leading
- * when it ends with requests still queued.  Before it takes the queue a
+ * queued, then stops leading.  Others nap first (below: "Napping"),
+ * then spin on their request (a driver call, microseconds; after 20 us
+ * they yield the CPU on every turn, for a leader that lost its own on a
+ * machine with more threads than CPUs) and take over the leading when it
+ * ends with requests still queued.  Before it takes the queue a
  * leader waits up to 3 us (OPENCUFILE_CALLER_GROUPS_GATHER_US) for a full
  * group (waiting only until a share of the busy participants was queued
- * was measured and not kept, docs/history/benchmarks.md); groups otherwise form
- * only while a
- * leader is busy in the driver - exactly when copies contend.  A request
+ * was measured and not kept, docs/history/benchmarks.md); groups
+ * otherwise form only while a leader is busy in the driver - exactly when
+ * copies contend.  A request
  * found alone is handed back to its thread, which queues it as before
  * (CG_ALONE).  Only while at least 10 participants are busy in the engine
  * (OPENCUFILE_CALLER_GROUPS_BUSY) does a copy try to join a group.
