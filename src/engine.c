@@ -939,8 +939,11 @@ struct ocf_plan {
 	struct plan_stripes stripes; /* PLAN_STRIPED */
 };
 
-/* The settings the planner reads, as they stand now. */
-static void plan_settings_now(struct plan_settings *s)
+/* The settings the planner reads, as they stand now.  The engine's bounds
+ * (parallel_max, request_max) only once pool_start has run on this thread
+ * (started): it sets them under q_lock, which orders them for this thread;
+ * the planner reads them only where it knows the workers. */
+static void plan_settings_now(struct plan_settings *s, bool started)
 {
 	const struct ocf_stripe_tuning *c = &ocf_cfg.tuning.stripe;
 	*s = (struct plan_settings){
@@ -949,8 +952,8 @@ static void plan_settings_now(struct plan_settings *s)
 	    .min_chunk = ocf_cfg.min_chunk_kb * 1024,
 	    .alone_chunk = ocf_cfg.tuning.alone_chunk_bytes,
 	    .host_chunk = ocf_cfg.staging_chunk_kb * 1024,
-	    .parallel_max = parallel_max,
-	    .request_max = request_max,
+	    .parallel_max = started ? parallel_max : 0,
+	    .request_max = started ? request_max : 0,
 	    .lane_depth = OCF_LANE_DEPTH,
 	    .max_align = OCF_MAX_ALIGN,
 	    .stripes_max = OCF_STRIPES_MAX,
@@ -1007,7 +1010,7 @@ static struct ocf_pool *plan_pool(const struct ocf_io *io, enum plan_pool kind)
 static void engine_plan(const struct ocf_io *io, bool write, int others, struct ocf_plan *p)
 {
 	struct plan_settings set;
-	plan_settings_now(&set);
+	plan_settings_now(&set, false);
 	struct plan_in in = {.set = &set};
 	struct plan_out out;
 	plan_snapshot(io, write, others, &in);
@@ -1017,7 +1020,7 @@ static void engine_plan(const struct ocf_io *io, bool write, int others, struct 
 			in.load.lane_room = pool_chunk(plan_pool(io, out.pool));
 		if (out.need & PLAN_NEED_HELPERS) {
 			in.load.helpers = pool_start();
-			plan_settings_now(&set); /* pool_start sets the bounds read there */
+			plan_settings_now(&set, true);
 		}
 		plan_request(&in, &out);
 	}
