@@ -734,37 +734,69 @@ static bool reserves_in_place(const struct ocf_handle *h)
 /* Writes of this process in flight, per file (a hash of its device and
  * inode; files that share a slot only make the answer more cautious): the
  * number in flight (low 32 bits) and the number ever started (high 32
- * bits), in one word so that a write joins with one atomic step.  A write
- * that went wrong after it changed the file's length undoes that only
- * where it was alone: no other write of this process to the file was in
- * flight when it began or began after it (fio_write_end, reserve_range).
- * Another process's write, or the program's own pwrite, is not seen here:
- * docs/architecture.md ("Writes that fail"). */
+ * bits), in one word per slot and stripe.  A thread counts its writes in
+ * a stripe of its own (chosen in turn at its first write), so that the
+ * threads writing one file do not all step on one word; a write that may
+ * have to undo what it did sums the stripes (wtrack_snapshot) before it
+ * learns the file's size.  It undoes only where it was alone: no other
+ * write of this process to the file was in flight when it began or began
+ * after it (fio_write_end, reserve_range).  Another process's write, or
+ * the program's own pwrite, is not seen here: docs/architecture.md
+ * ("Writes that fail"). */
 #define WTRACK_SLOTS 64
-static _Atomic uint64_t wtrack[WTRACK_SLOTS];
+#define WTRACK_STRIPES 16
+struct wtrack_word {
+	_Atomic uint64_t v;
+} __attribute__((aligned(64)));
+static struct wtrack_word wtrack[WTRACK_SLOTS][WTRACK_STRIPES];
+static _Atomic unsigned wtrack_turn;
+static __thread int wtrack_stripe = -1; /* this thread's stripe */
 
 static void wtrack_enter(const struct ocf_handle *h, struct fio_wtrack *t)
 {
 	uint64_t k = ((uint64_t)h->dev * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)h->ino * 0xC2B2AE3D27D4EB4Full);
-	t->slot = (int)((k >> 32) % WTRACK_SLOTS);
-	uint64_t old = atomic_fetch_add_explicit(&wtrack[t->slot], ((uint64_t)1 << 32) + 1, memory_order_acq_rel);
-	t->first = (uint32_t)old == 0;
-	t->seq = (uint32_t)(old >> 32);
+	if (wtrack_stripe < 0)
+		wtrack_stripe = (int)(atomic_fetch_add_explicit(&wtrack_turn, 1, memory_order_relaxed) % WTRACK_STRIPES);
+	*t = (struct fio_wtrack){.slot = (int)((k >> 32) % WTRACK_SLOTS), .stripe = wtrack_stripe};
+	atomic_fetch_add_explicit(&wtrack[t->slot][t->stripe].v, ((uint64_t)1 << 32) + 1, memory_order_acq_rel);
 }
 
-/* Was the write alone on its file so far (see wtrack)? */
+/* The slot's writes in flight and writes ever started, over its stripes. */
+static void wtrack_sums(int slot, uint64_t *active, uint64_t *started)
+{
+	*active = *started = 0;
+	for (int i = 0; i < WTRACK_STRIPES; i++) {
+		uint64_t v = atomic_load_explicit(&wtrack[slot][i].v, memory_order_acquire);
+		*active += (uint32_t)v;
+		*started += v >> 32;
+	}
+}
+
+/* Before a write that may have to undo learns anything of the file: who
+ * else is writing it. */
+static void wtrack_snapshot(struct fio_wtrack *t)
+{
+	uint64_t active, started;
+	wtrack_sums(t->slot, &active, &started);
+	t->first = active == 1;
+	t->seq = started;
+	t->counted = true;
+}
+
+/* Was the write alone on its file so far (see wtrack)?  Unknown: no. */
 static bool wtrack_alone(const struct fio_wtrack *t)
 {
-	if (t->slot < 0 || !t->first)
+	if (t->slot < 0 || !t->counted || !t->first)
 		return false;
-	uint64_t now = atomic_load_explicit(&wtrack[t->slot], memory_order_acquire);
-	return (uint32_t)(now >> 32) == (uint32_t)(t->seq + 1);
+	uint64_t active, started;
+	wtrack_sums(t->slot, &active, &started);
+	return started == t->seq;
 }
 
 static void wtrack_exit(struct fio_wtrack *t)
 {
 	if (t->slot >= 0)
-		atomic_fetch_sub_explicit(&wtrack[t->slot], 1, memory_order_acq_rel);
+		atomic_fetch_sub_explicit(&wtrack[t->slot][t->stripe].v, 1, memory_order_acq_rel);
 	t->slot = -1;
 }
 
@@ -944,7 +976,8 @@ size_t fio_piece_align(const struct ocf_handle *h, bool write)
 
 /* The one place a write's plan reads live state (planner.c): the facts it
  * asks for, in its order, and no more. */
-static void write_facts(const struct ocf_handle *h, off_t off, size_t n, bool split, struct plan_wfacts *f)
+static void write_facts(const struct ocf_handle *h, off_t off, size_t n, bool split, struct fio_wtrack *t,
+			struct plan_wfacts *f)
 {
 	*f = (struct plan_wfacts){.off = off,
 				  .n = n,
@@ -955,6 +988,9 @@ static void write_facts(const struct ocf_handle *h, off_t off, size_t n, bool sp
 				  .limit = NO_LIMIT};
 	for (enum plan_wneed need; (need = plan_write_needs(f)) != PLAN_WNEED_NONE;) {
 		if (need == PLAN_WNEED_LIMITS) {
+			/* A prepared write may have to undo: who else writes
+			 * the file, before its size is asked. */
+			wtrack_snapshot(t);
 			f->limit = fsize_limit();
 			f->in_place = reserves_in_place(h);
 			f->limits_known = true;
@@ -986,7 +1022,7 @@ int fio_write_begin(struct ocf_handle *h, off_t off, size_t n, bool split, struc
 	wtrack_enter(h, &p->wt);
 	struct plan_wfacts f;
 	struct plan_write w;
-	write_facts(h, off, n, split, &f);
+	write_facts(h, off, n, split, &p->wt, &f);
 	plan_write(&f, &w);
 	if (!w.prepared)
 		return 0;
@@ -1001,6 +1037,7 @@ int fio_write_begin(struct ocf_handle *h, off_t off, size_t n, bool split, struc
 		plan_write_reservation_failed(&w);
 		return 0;
 	}
+	p->extended = w.reserve && end > f.size;
 	if (w.ask_fs) {
 		int e = takes_writes(h->fd, off);
 		if (e) {
@@ -1036,7 +1073,7 @@ ssize_t fio_write_end(struct ocf_handle *h, struct fio_wprep *p, off_t off, size
 		 * bytes in the range, and no call removes another's bytes.  Not
 		 * when the file is longer than this write would make it:
 		 * another writer extended it. */
-		if (result < 0 || (size_t)result < n) {
+		if (p->extended && (result < 0 || (size_t)result < n)) {
 			off_t keep = OCF_MAX(p->size, off + (result > 0 ? (off_t)result : 0));
 			off_t size;
 			if (wtrack_alone(&p->wt) && size_of(h->fd, &size) == 0 && size > keep &&
@@ -1133,6 +1170,7 @@ ssize_t fio_write(struct ocf_handle *h, const char *src, size_t n, off_t off, st
 	}
 	struct fio_wtrack t;
 	wtrack_enter(h, &t);
+	wtrack_snapshot(&t); /* a piece may reserve (mapped_ready) */
 	ssize_t r = write_any(h, src, n, off, ring, NULL, &t);
 	wtrack_exit(&t);
 	return r;

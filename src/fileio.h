@@ -120,9 +120,11 @@ void fio_log_settings(void);
 /* A write's place among the writes of this process to its file
  * (fileio.c, wtrack). */
 struct fio_wtrack {
-	int slot; /* -1: not counted */
-	bool first;
-	uint32_t seq;
+	int slot;     /* -1: not counted */
+	int stripe;   /* the word of the slot it is counted in */
+	bool counted; /* first and seq hold (wtrack_snapshot) */
+	bool first;   /* no other write of the file was in flight then */
+	uint64_t seq; /* writes of the file ever started then */
 };
 
 /* What a write request did before its pieces (fio_write_begin): the file's
@@ -138,6 +140,7 @@ struct fio_wprep {
 	 * then asks no helper): what one pwrite of the range does. */
 	bool serial;
 	bool stores; /* its pieces may store through the mapping (else: pwrite) */
+	bool extended; /* it made the file longer before its pieces (a reservation) */
 	off_t limit; /* RLIMIT_FSIZE where the request crosses it: no later piece starts there */
 	struct fio_wtrack wt;
 	/* A buffered handle's request: its last bytes [tail_off, req_end)
