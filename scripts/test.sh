@@ -69,7 +69,9 @@ tsan_skip="large|script|backends|faults_psync|faults_unsplit|tsan_skip"
 #   faults_uring    fault matrix, io_uring: memcheck cannot see the buffers a ring names; the
 #                   psync entries take the same faults through pread/pwrite, which it checks
 #   valgrind_skip   the 16-thread shared-buffer test: threads at once are TSan's subject, and
-#                   pattern 6 (the same shape, fewer rounds) runs its paths here
+#                   pattern 6 (the same shape, fewer rounds) runs its paths here; tests whose
+#                   counts need threads at once or copies through a mapping, which valgrind's
+#                   missing cachestat(2) turns off (tests/CMakeLists.txt says which)
 valgrind_skip="large|script|heavy|wheel|faults_uring|valgrind_skip"
 
 # run_stage NAME BUILD_DIR "CMAKE ARGS" "CTEST ARGS" [ENV=VALUE...]
