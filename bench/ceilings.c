@@ -16,7 +16,10 @@
  *               (only when named: the write mechanisms and the disk's write
  *               rates, -W FILE's name with .wN appended, -s bytes each),
  *               newfiles (only when named: of those, 8 threads' pwrite into
- *               8 new files, write_files_new_8x16MiB, alone)
+ *               8 new files, write_files_new_8x16MiB, alone), kvscatter
+ *               (only when named: 64 KiB blocks written at scattered places
+ *               of a pool 32 times -s / 8, by pwrite, stores and O_DIRECT,
+ *               with the bytes the device wrote for each: test_kvscatter)
  *     -n        never drop the page cache (default: drop it, as root, before
  *               each cold measurement)
  *     -q        quick: the GPU copy ceilings on 64 MiB instead of 1 GiB, the
@@ -48,6 +51,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -729,12 +733,16 @@ static void test_pwrite(const char *file, uint64_t bytes)
  * and buffered writes of the same bytes timed to the end of their fsync. */
 enum wmode { W_PWRITE, W_FILES, W_MAP, W_DIRECT };
 enum wfile { WF_NEW, WF_RESERVED, WF_CACHED };
-enum { WP_THP = 1, WP_FSYNC = 2 };
+enum { WP_THP = 1, WP_FSYNC = 2, WP_SCATTER = 4 };
+
+#define WTHREADS_MAX 128
 
 struct wjob {
 	enum wmode mode;
 	int flags;
-	int fds[64];
+	int fds[WTHREADS_MAX];
+	const uint64_t *perm; /* scattered: chunk k goes to block perm[k] of the file (else block k) */
+	uint64_t file_bytes;  /* the file's size (a scattered write's pool; else the bytes written) */
 	char *map, *map_base;
 	size_t map_len;
 	size_t chunk;
@@ -788,7 +796,7 @@ static void *wjob_main(void *arg)
 			if (c >= j->nchunks)
 				break;
 		}
-		uint64_t off = c * j->chunk;
+		uint64_t off = (j->perm ? j->perm[c] : c) * j->chunk;
 		int e = 0;
 		if (j->mode == W_MAP) {
 			memcpy(j->map + off, buf, j->chunk);
@@ -814,6 +822,7 @@ static int wprep(struct wjob *j, const char *base, enum wfile kind, uint64_t byt
 {
 	int nf = j->mode == W_FILES ? j->threads : 1;
 	uint64_t each = bytes / (uint64_t)nf;
+	(void)each;
 	for (int i = 0; i < nf; i++) {
 		char name[4096];
 		wname(name, sizeof(name), base, i);
@@ -823,23 +832,35 @@ static int wprep(struct wjob *j, const char *base, enum wfile kind, uint64_t byt
 			printf("# writes: %s: %s\n", name, strerror(errno));
 			return -1;
 		}
+		uint64_t fb = j->file_bytes / (uint64_t)nf;
 		if (kind == WF_CACHED) {
 			char *b = calloc(1, 1 << 20);
-			for (uint64_t o = 0; b && o < each; o += 1 << 20)
+			for (uint64_t o = 0; b && o < fb; o += 1 << 20)
 				if (wpwrite(j->fds[i], b, 1 << 20, o))
 					break;
 			free(b);
+			fsync(j->fds[i]);
+		}
+		/* A scattered write's pool exists before it: reserved untimed. */
+		if (kind == WF_RESERVED && (j->flags & WP_SCATTER)) {
+			int e = posix_fallocate(j->fds[i], 0, (off_t)fb);
+			if (e) {
+				printf("# writes: fallocate: %s\n", strerror(e));
+				return -1;
+			}
 			fsync(j->fds[i]);
 		}
 	}
 	return 0;
 }
 
-/* The timed set-up of a measurement: blocks reserved, the mapping made. */
-static int wsetup(struct wjob *j, enum wfile kind, uint64_t bytes)
+/* The timed set-up of a measurement: blocks reserved (not a scattered
+ * row's pool, which exists before it), the mapping of the file made. */
+static int wsetup(struct wjob *j, enum wfile kind)
 {
 	int nf = j->mode == W_FILES ? j->threads : 1;
-	for (int i = 0; kind == WF_RESERVED && i < nf; i++) {
+	uint64_t bytes = j->file_bytes;
+	for (int i = 0; kind == WF_RESERVED && !(j->flags & WP_SCATTER) && i < nf; i++) {
 		int e = posix_fallocate(j->fds[i], 0, (off_t)(bytes / (uint64_t)nf));
 		if (e) {
 			printf("# writes: fallocate: %s\n", strerror(e));
@@ -885,27 +906,132 @@ static void wdone(struct wjob *j, const char *base)
 	}
 }
 
+/* The block device that holds fd's file: its /sys/dev/block stat file, or
+ * "" when there is none (tmpfs, a network file system). */
+static void dev_stat_path(int fd, char *path, size_t len)
+{
+	struct stat st;
+	path[0] = 0;
+	if (fstat(fd, &st) == 0)
+		snprintf(path, len, "/sys/dev/block/%u:%u/stat", major(st.st_dev), minor(st.st_dev));
+	if (path[0] && access(path, R_OK) != 0)
+		path[0] = 0;
+}
+
+/* Bytes the device has written (its sectors written, field 7 of the stat
+ * file), or -1. */
+static int64_t dev_written(const char *path)
+{
+	unsigned long long f[7];
+	FILE *fp = path[0] ? fopen(path, "r") : NULL;
+	if (!fp)
+		return -1;
+	int n = fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6]);
+	fclose(fp);
+	return n == 7 ? (int64_t)(f[6] * 512) : -1;
+}
+
+/* The file system of fd's file and its options (the journal mode among
+ * them), from /proc/self/mountinfo. */
+static void fs_of(int fd, char *out, size_t len)
+{
+	struct stat st;
+	snprintf(out, len, "?");
+	FILE *fp = fstat(fd, &st) == 0 ? fopen("/proc/self/mountinfo", "r") : NULL;
+	if (!fp)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof(line), fp)) {
+		unsigned ma, mi;
+		char mnt[1024], opts[1024], fstype[64], src[1024], sopts[1024];
+		if (sscanf(line, "%*d %*d %u:%u %*s %1023s %1023s", &ma, &mi, mnt, opts) != 4 ||
+		    makedev(ma, mi) != st.st_dev)
+			continue;
+		const char *dash = strstr(line, " - ");
+		if (!dash || sscanf(dash, " - %63s %1023s %1023s", fstype, src, sopts) != 3)
+			break;
+		/* ext4 lists every option, the journal mode (data=) included,
+		 * in /proc/fs/ext4/DEV/options; the mount table only those
+		 * that differ from the defaults. */
+		char journal[64] = "";
+		const char *dev = strrchr(src, '/');
+		char path[1200];
+		snprintf(path, sizeof(path), "/proc/fs/ext4/%.1000s/options", dev ? dev + 1 : src);
+		FILE *o = strcmp(fstype, "ext4") ? NULL : fopen(path, "r");
+		for (char w[256]; o && fgets(w, sizeof(w), o);)
+			if (!strncmp(w, "data=", 5))
+				snprintf(journal, sizeof(journal), ", %.*s", (int)strcspn(w, "\n"), w);
+		if (o)
+			fclose(o);
+		snprintf(out, len, "%.60s on %.300s (%.300s), %.600s%s", fstype, mnt, src, sopts, journal);
+		break;
+	}
+	fclose(fp);
+}
+
+/* A random permutation's first n of `blocks` block numbers (a partial
+ * Fisher-Yates of a fixed seed, so every row writes the same blocks). */
+static uint64_t *scatter_blocks(uint64_t blocks, uint64_t n)
+{
+	uint64_t *all = malloc(blocks * sizeof(*all));
+	if (!all)
+		return NULL;
+	for (uint64_t i = 0; i < blocks; i++)
+		all[i] = i;
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (uint64_t i = 0; i < n && i + 1 < blocks; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t k = i + x % (blocks - i), t = all[i];
+		all[i] = all[k];
+		all[k] = t;
+	}
+	return all;
+}
+
+/* The scattered rows' pool: this many times the bytes written, so that a
+ * whole-folio write-back of the blocks' neighbours shows at the device. */
+#define SCATTER_POOL 32
+
 /* One write measurement; prints `ceiling write_<mode>_<file>_<T>x<chunk>`
- * and its CPU.  Returns GB/s (0 on failure). */
+ * and its CPU.  WP_SCATTER: the chunks go to blocks of a pool SCATTER_POOL
+ * times as large, at a random permutation of its blocks, and the bytes
+ * the device wrote for them (after a syncfs, outside the timing) are
+ * printed beside, as `ceiling devbytes_<name>`: their ratio to the bytes
+ * written.  Returns GB/s (0 on failure). */
 static double wmeasure(const char *base, enum wmode mode, int flags, enum wfile kind, int threads, size_t chunk,
 		       uint64_t bytes)
 {
 	static const char *const modes[] = {"pwrite", "files", "map", "odirect"};
 	static const char *const kinds[] = {"new", "res", "cached"};
 	struct wjob j = {.mode = mode, .flags = flags, .chunk = chunk, .nchunks = bytes / chunk, .threads = threads};
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < WTHREADS_MAX; i++)
 		j.fds[i] = -1;
 	bytes = j.nchunks * chunk;
+	j.file_bytes = flags & WP_SCATTER ? bytes * SCATTER_POOL : bytes;
+	uint64_t *perm = NULL;
 	double v = 0;
-	int n = threads < 64 ? threads : 64;
+	int n = threads < WTHREADS_MAX ? threads : WTHREADS_MAX;
 	if (j.nchunks < (uint64_t)n) {
 		printf("# writes: %llu bytes are too few for %d threads of %zu-byte writes\n",
 		       (unsigned long long)bytes, n, chunk);
 		return 0;
 	}
+	if (flags & WP_SCATTER) {
+		perm = scatter_blocks(j.file_bytes / chunk, j.nchunks);
+		if (!perm) {
+			printf("# writes: no memory for the scattered blocks\n");
+			return 0;
+		}
+		j.perm = perm;
+	}
 	if (wprep(&j, base, kind, bytes) == 0) {
-		pthread_t th[64];
-		struct wthread wt[64];
+		pthread_t th[WTHREADS_MAX];
+		struct wthread wt[WTHREADS_MAX];
+		char statp[128], fsname[2400];
+		dev_stat_path(j.fds[0], statp, sizeof(statp));
+		if (flags & WP_SCATTER)
+			syncfs(j.fds[0]); /* the pool's own write-back is not the rows' */
+		int64_t dev0 = dev_written(statp);
 		pthread_barrier_init(&j.go, NULL, (unsigned)n + 1);
 		for (int i = 0; i < n; i++) {
 			wt[i] = (struct wthread){.j = &j, .id = i};
@@ -915,7 +1041,7 @@ static double wmeasure(const char *base, enum wmode mode, int flags, enum wfile 
 		struct rusage r0, r1;
 		getrusage(RUSAGE_SELF, &r0);
 		double t0 = now();
-		int bad = wsetup(&j, kind, bytes);
+		int bad = wsetup(&j, kind);
 		double t_setup = now() - t0;
 		if (bad)
 			atomic_store(&j.err, EINVAL), atomic_store(&j.next, j.nchunks);
@@ -938,14 +1064,39 @@ static double wmeasure(const char *base, enum wmode mode, int flags, enum wfile 
 				snprintf(cs, sizeof(cs), "%zuMiB", chunk >> 20);
 			else
 				snprintf(cs, sizeof(cs), "%zuKiB", chunk >> 10);
-			snprintf(name, sizeof(name), "write_%s%s_%s_%dx%s%s", modes[mode], flags & WP_THP ? "+thp" : "",
-				 kinds[kind], threads, cs, flags & WP_FSYNC ? "_fsync" : "");
+			snprintf(name, sizeof(name), "write_%s%s_%s%s_%dx%s%s", modes[mode], flags & WP_THP ? "+thp" : "",
+				 kinds[kind], flags & WP_SCATTER ? "_scatter" : "", threads, cs,
+				 flags & WP_FSYNC ? "_fsync" : "");
 			ceiling(name, v, "GB/s");
 			printf("# %s: %.3f CPU s/GB, set-up %.1f ms, %llu bytes\n", name,
 			       cpu_seconds(&r0, &r1) / ((double)bytes / 1e9), t_setup * 1e3, (unsigned long long)bytes);
+			if (flags & WP_SCATTER) {
+				/* What reached the device for those bytes: the
+				 * dirty pages written back (and the journal's
+				 * share), counted at the block device. */
+				if (j.map)
+					msync(j.map, j.file_bytes, MS_SYNC);
+				syncfs(j.fds[0]);
+				int64_t dev1 = dev_written(statp);
+				fs_of(j.fds[0], fsname, sizeof(fsname));
+				if (dev0 >= 0 && dev1 >= dev0) {
+					char dn[160];
+					snprintf(dn, sizeof(dn), "devbytes_%s", name);
+					ceiling(dn, (double)(dev1 - dev0) / (double)bytes, "x");
+					printf("# %s: the device wrote %lld bytes for %llu written in %llu blocks of %zu "
+					       "in a pool of %llu; %s\n",
+					       name, (long long)(dev1 - dev0), (unsigned long long)bytes,
+					       (unsigned long long)j.nchunks, chunk, (unsigned long long)j.file_bytes,
+					       fsname);
+				} else {
+					printf("# %s: the device's bytes are not counted (%s: no block device stat)\n", name,
+					       fsname);
+				}
+			}
 		}
 	}
 	wdone(&j, base);
+	free(perm);
 	return v;
 }
 
@@ -999,6 +1150,44 @@ static void test_writes(const char *base, uint64_t bytes)
 	ceiling("disk_odirect_write_new_best", best_new, "GB/s");
 	ceiling("disk_odirect_write_reserved_best", best_res, "GB/s");
 	ceiling("disk_buffered_write_fsync_1x1MiB", wmeasure(base, W_PWRITE, WP_FSYNC, WF_NEW, 1, M, bytes), "GB/s");
+}
+
+/* The KV cache's writes: 64 KiB blocks at a random permutation of the
+ * blocks of a pool file SCATTER_POOL times the bytes written, the pool
+ * written earlier and cached ("cached") or fallocated ("res"), by:
+ *   pwrite from 16 threads;
+ *   stores through a shared mapping from 16 threads, 4 KiB faults and
+ *   2 MiB-aligned MADV_HUGEPAGE (a store's fault dirties its whole folio,
+ *   so write-back writes the block's neighbours too: the device's bytes
+ *   beside each row tell);
+ *   O_DIRECT into the reserved pool at queue depth 1 to 128 (threads),
+ *   and the best of them: disk_odirect_write_64KiB_scatter_best.
+ * Each row with `ceiling devbytes_<row>`: the bytes the block device wrote
+ * for it (its stat file, after a syncfs outside the timing, the pool's
+ * own write-back before it) divided by the bytes written; the file
+ * system and its options (the journal mode) on a `#` line.  Run it on a
+ * loop-mounted ext4 image to count that image's device alone. */
+static void test_kvscatter(const char *base, uint64_t bytes)
+{
+	const size_t B = 64 << 10;
+	static const struct {
+		enum wmode mode;
+		int flags;
+		enum wfile kind;
+	} rows[] = {
+	    {W_PWRITE, 0, WF_CACHED},	 {W_PWRITE, 0, WF_RESERVED},	{W_MAP, 0, WF_CACHED},
+	    {W_MAP, 0, WF_RESERVED},	 {W_MAP, WP_THP, WF_CACHED},	{W_MAP, WP_THP, WF_RESERVED},
+	};
+	sync();
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		wmeasure(base, rows[i].mode, rows[i].flags | WP_SCATTER, rows[i].kind, 16, B, bytes);
+	double best = 0;
+	static const int depths[] = {1, 4, 16, 64, 128};
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		double v = wmeasure(base, W_DIRECT, WP_SCATTER, WF_RESERVED, depths[i], B, bytes);
+		best = v > best ? v : best;
+	}
+	ceiling("disk_odirect_write_64KiB_scatter_best", best, "GB/s");
 }
 
 /* ------------------------------------------------ the staged pipeline */
@@ -1237,7 +1426,7 @@ int main(int argc, char **argv)
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: %s [-f FILE] [-W FILE] [-s SIZE] [-r SIZE] [-c SIZE] [-d GPU] "
-				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged,writes,newfiles] "
+				"[-t copy,latency,dirty,pread,odirect,pwrite,kvcopy,kvfile,staged,writes,newfiles,kvscatter] "
 				"[-n] [-q]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
@@ -1284,6 +1473,8 @@ int main(int argc, char **argv)
 		test_kvfile(file, wfile, wbytes);
 	if (wfile && tests && wanted(tests, "writes")) /* only when named: about a minute */
 		test_writes(wfile, wbytes);
+	if (wfile && tests && wanted(tests, "kvscatter")) /* only when named: pools of 32 x -s / 8 */
+		test_kvscatter(wfile, quick ? quick_cap(wbytes / 8) : wbytes / 8);
 	if (wfile && tests && wanted(tests, "newfiles") && !wanted(tests, "writes")) {
 		/* The bound of writes into many new files (the entries of a
 		 * transfer library), without the rest of the write ceilings. */

@@ -114,7 +114,9 @@
 #   batches, 16 threads x 64 KiB and 1 MiB, over an existing file), and
 #   torch.cuda.gds GdsFile.save_storage of 1 GiB in 16 MiB tensors
 #   (tests/gpu/torch_save_bench.py; torch adds O_DIRECT); the ceilings of
-#   bench/ceilings -t copy,writes beside them.  2 repetitions.
+#   bench/ceilings -t copy,writes,kvscatter beside them (kvscatter: 64 KiB
+#   blocks at scattered places of a pool file by pwrite, stores and
+#   O_DIRECT, with the bytes the device wrote for each).  2 repetitions.
 #   GPU_BENCH_QUICK=tp: several processes, one per GPU (the tensor-parallel
 #   loading shape): for each row, one gdsio per GPU (-d K, each its own warm
 #   data file), all started together, the libraries alternating; per-process
@@ -1134,7 +1136,7 @@ fi
 if [ "$QUICK" = write ]; then
 	# The write mechanisms (pwrite, mapped stores, the disk): their own
 	# files, 2 GiB each, removed as they go.
-	wanted ceilings && ceilings -W "$SCRATCH/wceil" -s "$WSIZE" -t copy,writes
+	wanted ceilings && ceilings -W "$SCRATCH/wceil" -s "$WSIZE" -t copy,writes,kvscatter
 elif [ "$QUICK" = loader ]; then
 	wanted ceilings && ceilings -f "$DATA" -t copy,latency,pread,staged,kvcopy
 elif [ "$QUICK" = clients ]; then
