@@ -115,6 +115,8 @@ extern atomic_int abandon;
 double now(void);
 uint64_t now_ns(void);
 const char *cufile_err(CUfileError_t e, char *buf, size_t len);
+/* cuFileHandleRegister of descriptor fd (an OPAQUE_FD handle). */
+CUfileError_t register_fd(int fd, CUfileHandle_t *fh);
 const char *io_ret_str(ssize_t r, int err, char *buf, size_t len);
 int full_pread(int fd, void *buf, size_t n, uint64_t off);
 int full_pwrite(int fd, const void *buf, size_t n, uint64_t off);

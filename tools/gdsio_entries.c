@@ -279,11 +279,7 @@ static int setup(void)
 			worker_fail(w, ST_SETUP, "open %s: %s", e->path, strerror(errno));
 			goto failed;
 		}
-		CUfileDescr_t d;
-		memset(&d, 0, sizeof(d));
-		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-		d.handle.fd = e->fd;
-		CUfileError_t err = cuFileHandleRegister(&e->fh, &d);
+		CUfileError_t err = register_fd(e->fd, &e->fh);
 		if (err.err) {
 			worker_fail(w, ST_SETUP, "cuFileHandleRegister(%s): %s", e->path,
 				    cufile_err(err, eb, sizeof(eb)));

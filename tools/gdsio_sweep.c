@@ -105,11 +105,7 @@ static void run_one(size_t io, int nthreads, struct result *res)
 			goto close_fds;
 		}
 		if (uses_cufile(o.xfer)) {
-			CUfileDescr_t d;
-			memset(&d, 0, sizeof(d));
-			d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-			d.handle.fd = run.fd;
-			CUfileError_t e = cuFileHandleRegister(&run.fh, &d);
+			CUfileError_t e = register_fd(run.fd, &run.fh);
 			if (e.err) {
 				res->status = ST_SETUP;
 				snprintf(res->msg, sizeof(res->msg), "cuFileHandleRegister(%s): %s", o.file,

@@ -36,6 +36,15 @@ const char *cufile_err(CUfileError_t e, char *buf, size_t len)
 	return buf;
 }
 
+CUfileError_t register_fd(int fd, CUfileHandle_t *fh)
+{
+	CUfileDescr_t d;
+	memset(&d, 0, sizeof(d));
+	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+	d.handle.fd = fd;
+	return cuFileHandleRegister(fh, &d);
+}
+
 /* Text for a cuFileRead/Write result that is not the full size. */
 const char *io_ret_str(ssize_t r, int err, char *buf, size_t len)
 {

@@ -252,11 +252,7 @@ int write_fresh(void)
 		fprintf(stderr, "gdsio: -Y: open %s: %s\n", o.file, strerror(errno));
 		return -1;
 	}
-	CUfileDescr_t d;
-	memset(&d, 0, sizeof(d));
-	d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-	d.handle.fd = w.fd;
-	CUfileError_t e = cuFileHandleRegister(&w.fh, &d);
+	CUfileError_t e = register_fd(w.fd, &w.fh);
 	if (e.err) {
 		fprintf(stderr, "gdsio: -Y: cuFileHandleRegister(%s): %s\n", o.file,
 			cufile_err(e, eb, sizeof(eb)));

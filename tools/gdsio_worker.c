@@ -211,11 +211,7 @@ static void worker_setup(struct worker *w)
 			return;
 		}
 		if (uses_cufile(o.xfer)) {
-			CUfileDescr_t d;
-			memset(&d, 0, sizeof(d));
-			d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-			d.handle.fd = w->fd;
-			CUfileError_t e = cuFileHandleRegister(&w->fh, &d);
+			CUfileError_t e = register_fd(w->fd, &w->fh);
 			if (e.err) {
 				worker_fail(w, ST_SETUP, "cuFileHandleRegister(%s): %s", w->path,
 					    cufile_err(e, eb, sizeof(eb)));
